@@ -1,0 +1,235 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubebus/kubebus/apiserver/resource"
+	"github.com/kubebus/kubebus/apiserver/storage"
+)
+
+// maxBodyBytes caps request bodies, as upstream does.
+const maxBodyBytes = 3 << 20
+
+// Storage encoding: JSON of the versioned object with apiVersion and kind,
+// without resourceVersion (the etcd mod revision is the resourceVersion).
+// JSON is what the bus republishes and what every consumer already decodes,
+// so one format serves etcd, the bus and the wire.
+
+// keyFor returns the etcd key of one object.
+func keyFor(res *resource.Resource, ns, name string) string {
+	return prefixFor(res, ns) + name
+}
+
+// prefixFor returns the key prefix of a resource, narrowed to a namespace
+// when ns is set. It always ends in "/".
+func prefixFor(res *resource.Resource, ns string) string {
+	g := res.GVK.Group
+	if g == "" {
+		g = "core"
+	}
+	p := "/registry/" + g + "/" + res.Plural + "/"
+	if res.Namespaced && ns != "" {
+		p += ns + "/"
+	}
+	return p
+}
+
+// encodeForStorage serialises obj for etcd.
+func encodeForStorage(res *resource.Resource, obj runtime.Object) ([]byte, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := m.GetResourceVersion()
+	m.SetResourceVersion("")
+	m.SetSelfLink("")
+	setTypeMeta(res, obj)
+	data, err := json.Marshal(obj)
+	m.SetResourceVersion(rv)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", res.GVK.Kind, err)
+	}
+	return data, nil
+}
+
+// decodeStored turns a stored value into an object with its resourceVersion.
+func decodeStored(res *resource.Resource, kv storage.KV) (runtime.Object, error) {
+	obj := res.New()
+	if err := json.Unmarshal(kv.Value, obj); err != nil {
+		return nil, fmt.Errorf("decoding stored %s: %w", kv.Key, err)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	m.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+	setTypeMeta(res, obj)
+	return obj, nil
+}
+
+func setTypeMeta(res *resource.Resource, obj runtime.Object) {
+	obj.GetObjectKind().SetGroupVersionKind(res.GVK)
+}
+
+// readBody reads a request body up to the cap.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if len(data) > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	return data, nil
+}
+
+// protobufMagic starts every Kubernetes protobuf envelope.
+var protobufMagic = []byte("k8s\x00")
+
+const protobufMediaType = "application/vnd.kubernetes.protobuf"
+
+// isProtobuf reports whether the request body is a Kubernetes protobuf envelope.
+func isProtobuf(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == protobufMediaType
+}
+
+type protoUnmarshaler interface{ Unmarshal([]byte) error }
+
+// decodeProtobuf decodes a protobuf envelope (magic, runtime.Unknown) into obj.
+func decodeProtobuf(body []byte, obj runtime.Object) error {
+	if !bytes.HasPrefix(body, protobufMagic) {
+		return apierrors.NewBadRequest("the protobuf body does not start with the Kubernetes envelope prefix")
+	}
+	var unk runtime.Unknown
+	if err := unk.Unmarshal(body[len(protobufMagic):]); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the protobuf envelope could not be decoded: %v", err))
+	}
+	u, ok := obj.(protoUnmarshaler)
+	if !ok {
+		return errUnsupportedMediaType(protobufMediaType)
+	}
+	if err := u.Unmarshal(unk.Raw); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the protobuf body could not be decoded: %v", err))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(unk.APIVersion, unk.Kind))
+	return nil
+}
+
+// decodeRequest decodes a write's body (JSON, YAML or protobuf) into obj,
+// honouring the fieldValidation directive for JSON and YAML.
+func decodeRequest(r *http.Request, body []byte, obj runtime.Object, directive string) ([]string, error) {
+	if isProtobuf(r) {
+		return nil, decodeProtobuf(body, obj)
+	}
+	data, err := bodyToJSON(r, body)
+	if err != nil {
+		return nil, err
+	}
+	return decodeJSON(data, obj, directive)
+}
+
+// bodyToJSON converts a JSON or YAML body to JSON according to its content type.
+func bodyToJSON(r *http.Request, body []byte) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	mt := "application/json"
+	if ct != "" {
+		var err error
+		mt, _, err = mime.ParseMediaType(ct)
+		if err != nil {
+			return nil, errUnsupportedMediaType(ct)
+		}
+	}
+	switch mt {
+	case "application/json", "*/*":
+		return body, nil
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		out, err := yaml.YAMLToJSONStrict(body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: %v", err))
+		}
+		return out, nil
+	default:
+		return nil, errUnsupportedMediaType(ct)
+	}
+}
+
+// decodeJSON decodes data into obj honouring the fieldValidation directive
+// (Strict, Warn or Ignore). It returns warnings for Warn.
+func decodeJSON(data []byte, obj any, directive string) ([]string, error) {
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil, apierrors.NewBadRequest("the request body is empty")
+	}
+	strictErrs, err := sigsjson.UnmarshalStrict(data, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded: %v", err))
+	}
+	if len(strictErrs) == 0 {
+		return nil, nil
+	}
+	msgs := make([]string, 0, len(strictErrs))
+	for _, e := range strictErrs {
+		msgs = append(msgs, e.Error())
+	}
+	switch directive {
+	case metav1.FieldValidationStrict:
+		return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+	case metav1.FieldValidationWarn:
+		return msgs, nil
+	default:
+		return nil, nil
+	}
+}
+
+// fieldValidation returns the request's directive, or an error for a bad one.
+func fieldValidation(r *http.Request) (string, error) {
+	v := r.URL.Query().Get("fieldValidation")
+	switch v {
+	case "", metav1.FieldValidationWarn:
+		return metav1.FieldValidationWarn, nil
+	case metav1.FieldValidationStrict, metav1.FieldValidationIgnore:
+		return v, nil
+	}
+	return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn, Strict, not %q", v))
+}
+
+// dryRun reports whether the request asks for dryRun=All.
+func dryRun(r *http.Request) (bool, error) {
+	vals := r.URL.Query()["dryRun"]
+	for _, v := range vals {
+		if v != metav1.DryRunAll {
+			return false, apierrors.NewBadRequest(fmt.Sprintf("dryRun must be All, not %q", v))
+		}
+	}
+	return len(vals) > 0, nil
+}
+
+// checkTypeMeta rejects a body whose apiVersion or kind is not the resource's.
+func checkTypeMeta(res *resource.Resource, obj runtime.Object) error {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind != "" && gvk.Kind != res.GVK.Kind {
+		return apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", gvk.Kind, res.GVK.Kind))
+	}
+	if av := obj.GetObjectKind().GroupVersionKind().GroupVersion().String(); (gvk.Version != "" || gvk.Group != "") && av != res.GVK.GroupVersion().String() {
+		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", av, res.GVK.GroupVersion().String()))
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubebus/kubebus/apiserver/auth"
+	"github.com/kubebus/kubebus/apiserver/resource"
+	"github.com/kubebus/kubebus/apiserver/storage"
+)
+
+var namespacesGR = schema.GroupResource{Resource: "namespaces"}
+
+// decodeBody reads and decodes a write's body into a new object of the resource.
+func decodeBody(r *http.Request, res *resource.Resource) (runtime.Object, []string, error) {
+	directive, err := fieldValidation(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj := res.New()
+	warnings, err := decodeRequest(r, body, obj, directive)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkTypeMeta(res, obj); err != nil {
+		return nil, nil, err
+	}
+	return obj, warnings, nil
+}
+
+func writeWarnings(w http.ResponseWriter, warnings []string) {
+	for _, msg := range warnings {
+		w.Header().Add("Warning", `299 - "`+strings.ReplaceAll(msg, `"`, `'`)+`"`)
+	}
+}
+
+// invalid builds a 422 from field errors.
+func invalid(res *resource.Resource, name string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(res.GVK.GroupKind(), name, errs)
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource) error {
+	ctx := r.Context()
+	out, err := negotiate(r)
+	if err != nil {
+		return err
+	}
+	isDryRun, err := dryRun(r)
+	if err != nil {
+		return err
+	}
+	obj, warnings, err := decodeBody(r, res)
+	if err != nil {
+		return err
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if res.Namespaced {
+		if m.GetNamespace() == "" {
+			m.SetNamespace(ri.Namespace)
+		}
+		if ri.Namespace == "" {
+			return apierrors.NewBadRequest("a namespace is required to create " + res.Plural)
+		}
+		if m.GetNamespace() != ri.Namespace {
+			return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	} else if m.GetNamespace() != "" {
+		m.SetNamespace("")
+	}
+	if m.GetResourceVersion() != "" {
+		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	created, err := s.createObject(ctx, res, obj, isDryRun)
+	if err != nil {
+		return err
+	}
+	writeWarnings(w, warnings)
+	v, err := render(res, out, []runtime.Object{created}, nil, listMetaOf(created))
+	if err != nil {
+		return err
+	}
+	writeOut(w, out, http.StatusCreated, v)
+	return nil
+}
+
+// createObject fills server-owned metadata, defaults, admits, validates and
+// stores obj. It is also the path other server code uses to create objects.
+func (s *Server) createObject(ctx context.Context, res *resource.Resource, obj runtime.Object, isDryRun bool) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	generated := m.GetName() == "" && m.GetGenerateName() != ""
+	if generated {
+		m.SetName(generateName(m.GetGenerateName()))
+	}
+	m.SetUID(uuid.NewUUID())
+	m.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetManagedFields(nil)
+	m.SetSelfLink("")
+	m.SetGeneration(0)
+	if res.HasGeneration {
+		m.SetGeneration(1)
+	}
+	if res.Default != nil {
+		res.Default(obj)
+	}
+	if res.PrepareForCreate != nil {
+		res.PrepareForCreate(obj)
+	}
+	if err := s.admit(ctx, res, auth.Create, obj, nil, "", isDryRun); err != nil {
+		return nil, err
+	}
+	if res.Validate != nil {
+		if errs := res.Validate(obj); len(errs) > 0 {
+			return nil, invalid(res, m.GetName(), errs)
+		}
+	}
+	if m.GetName() == "" {
+		return nil, invalid(res, "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	if isDryRun {
+		return obj, nil
+	}
+	parent := ""
+	if res.Namespaced {
+		parent = "/registry/core/namespaces/" + m.GetNamespace()
+	}
+	for attempt := 0; ; attempt++ {
+		data, err := encodeForStorage(res, obj)
+		if err != nil {
+			return nil, err
+		}
+		rev, err := s.store.Create(ctx, keyFor(res, m.GetNamespace(), m.GetName()), data, parent)
+		if errors.Is(err, storage.ErrExists) && generated && attempt < 8 {
+			m.SetName(generateName(m.GetGenerateName()))
+			continue
+		}
+		if errors.Is(err, storage.ErrNoParent) {
+			return nil, apierrors.NewNotFound(namespacesGR, m.GetNamespace())
+		}
+		if err != nil {
+			return nil, storageError(err, res.GroupResource(), m.GetName())
+		}
+		m.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return obj, nil
+	}
+}
+
+// admit runs the admission chain, if any.
+func (s *Server) admit(ctx context.Context, res *resource.Resource, op auth.Operation, obj, old runtime.Object, sub string, isDryRun bool) error {
+	if s.cfg.Admission == nil {
+		return nil
+	}
+	m, _ := meta.Accessor(firstNonNil(obj, old))
+	a := auth.Attributes{User: auth.UserFrom(ctx), APIGroup: res.GVK.Group, Resource: res.Plural, Subresource: sub}
+	if m != nil {
+		a.Namespace, a.Name = m.GetNamespace(), m.GetName()
+	}
+	if err := s.cfg.Admission.Admit(ctx, &auth.AdmissionRequest{Operation: op, Attributes: a, Object: obj, OldObject: old, DryRun: isDryRun, Subresource: sub}); err != nil {
+		var se apierrors.APIStatus
+		if errors.As(err, &se) {
+			return err
+		}
+		return apierrors.NewForbidden(res.GroupResource(), a.Name, fmt.Errorf("admission: %w", err))
+	}
+	return nil
+}
+
+func firstNonNil(objs ...runtime.Object) runtime.Object {
+	for _, o := range objs {
+		if o != nil {
+			return o
+		}
+	}
+	return nil
+}
+
+// generateName appends five random characters, as upstream does.
+func generateName(base string) string {
+	const maxNameLength, randomLength = 63, 5
+	if len(base) > maxNameLength-randomLength {
+		base = base[:maxNameLength-randomLength]
+	}
+	return base + utilrand.String(randomLength)
+}

@@ -1,0 +1,15 @@
+// Package defaults fills in the field values a Kubernetes API server sets on
+// objects it stores, so that what a client reads back from kubebus looks like
+// what it would read back from an upstream cluster.
+//
+// Default covers three upstream sources at once: the versioned defaulting
+// functions (restartPolicy, probe thresholds, service session affinity and so
+// on), the registry strategies that normalise objects on create (a
+// namespace's "kubernetes" finalizer, a service's clusterIPs) and the two
+// admission plugins every cluster runs on pods (ServiceAccount and Priority).
+// It never adds tolerations; the caller owns that.
+//
+// Default is pure and idempotent: it reads nothing but the object, and
+// applying it twice gives the same object as applying it once. Callers run it
+// on create and on update, before validation.
+package defaults

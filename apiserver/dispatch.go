@@ -1,0 +1,159 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubebus/kubebus/apiserver/auth"
+	"github.com/kubebus/kubebus/apiserver/resource"
+)
+
+// statusRecorder remembers the status code for metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush lets watch handlers stream through the recorder.
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// serveResource serves every request under /api/v1 and /apis/<g>/<v>.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ri, ok := parseRequestInfo(r)
+	rec := &statusRecorder{ResponseWriter: w}
+	metricResource := "unknown"
+	defer func() {
+		s.cfg.Metrics.observeRequest(ri.Verb, metricResource, ri.Subresource, rec.code, time.Since(start))
+	}()
+	if !ok {
+		s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		return
+	}
+	res, err := s.lookup(ri)
+	if err != nil {
+		s.writeError(rec, r, err)
+		return
+	}
+	metricResource = res.Plural
+	if err := s.checkScope(res, ri); err != nil {
+		s.writeError(rec, r, err)
+		return
+	}
+	release, err := s.limit(ri.Verb)
+	if err != nil {
+		s.writeError(rec, r, err)
+		return
+	}
+	defer release()
+	ctx := r.Context()
+	attrs := auth.Attributes{
+		User: auth.UserFrom(ctx), Verb: ri.Verb, APIGroup: ri.Group, Resource: ri.Resource,
+		Subresource: ri.Subresource, Namespace: ri.Namespace, Name: ri.Name,
+	}
+	dec, reason, err := s.cfg.Authorizer.Authorize(ctx, attrs)
+	if err != nil {
+		s.writeError(rec, r, apierrors.NewInternalError(fmt.Errorf("authorizing: %w", err)))
+		return
+	}
+	if dec != auth.Allow {
+		s.writeError(rec, r, apierrors.NewForbidden(res.GroupResource(), ri.Name, errors.New(reason)))
+		return
+	}
+	if err := s.dispatch(rec, r, ri, res); err != nil {
+		s.writeError(rec, r, err)
+	}
+}
+
+// checkScope rejects paths whose namespace part does not fit the resource.
+func (s *Server) checkScope(res *resource.Resource, ri RequestInfo) error {
+	if !res.Namespaced && ri.Namespace != "" {
+		return apierrors.NewNotFound(res.GroupResource(), ri.Name)
+	}
+	if ri.Subresource != "" && !res.Serves(resource.Subresource(ri.Subresource)) {
+		return apierrors.NewNotFound(schema.GroupResource{Group: res.GVK.Group, Resource: res.Plural + "/" + ri.Subresource}, ri.Name)
+	}
+	if res.Namespaced && ri.Namespace == "" && ri.Name != "" {
+		return apierrors.NewBadRequest("the server could not find the requested resource: a namespace is required for " + res.Plural)
+	}
+	return nil
+}
+
+// dispatch calls the handler for the verb and subresource.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource) error {
+	notAllowed := errMethodNotAllowed(r.Method, res.Plural)
+	switch resource.Subresource(ri.Subresource) {
+	case "":
+		switch ri.Verb {
+		case "get":
+			return s.get(w, r, ri, res)
+		case "list":
+			return s.list(w, r, ri, res)
+		case "watch":
+			return s.watch(w, r, ri, res)
+		case "create":
+			if ri.Name != "" {
+				return notAllowed
+			}
+			return s.create(w, r, ri, res)
+		case "update":
+			return s.update(w, r, ri, res, "")
+		case "patch":
+			return s.patch(w, r, ri, res, "")
+		case "delete":
+			return s.delete(w, r, ri, res)
+		case "deletecollection":
+			return s.deleteCollection(w, r, ri, res)
+		}
+	case resource.Status:
+		switch ri.Verb {
+		case "get":
+			return s.get(w, r, ri, res)
+		case "update":
+			return s.update(w, r, ri, res, resource.Status)
+		case "patch":
+			return s.patch(w, r, ri, res, resource.Status)
+		}
+	case resource.Finalize:
+		if ri.Verb == "update" {
+			return s.update(w, r, ri, res, resource.Finalize)
+		}
+	case resource.Scale:
+		switch ri.Verb {
+		case "get":
+			return s.getScale(w, r, ri, res)
+		case "update":
+			return s.updateScale(w, r, ri, res)
+		case "patch":
+			return s.patchScale(w, r, ri, res)
+		}
+	case resource.Binding:
+		if ri.Verb == "create" {
+			return s.bind(w, r, ri, res)
+		}
+	}
+	return notAllowed
+}

@@ -1,0 +1,137 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/kubebus/kubebus/apiserver/resource"
+)
+
+// patchRequest is a parsed PATCH.
+type patchRequest struct {
+	typ       types.PatchType
+	body      []byte
+	directive string
+}
+
+func parsePatch(r *http.Request) (patchRequest, error) {
+	directive, err := fieldValidation(r)
+	if err != nil {
+		return patchRequest{}, err
+	}
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return patchRequest{}, errUnsupportedMediaType(ct)
+	}
+	pt := types.PatchType(mt)
+	switch pt {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+		return patchRequest{}, statusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+			"server-side apply is not supported yet; use client-side `kubectl apply` (the default)")
+	default:
+		return patchRequest{}, statusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+			fmt.Sprintf("the patch content type %q is not one of application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json", ct))
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return patchRequest{}, err
+	}
+	return patchRequest{typ: pt, body: body, directive: directive}, nil
+}
+
+// applyPatch applies a patch to the JSON of an object, using schemaObj
+// (a zero value of the Go type) for strategic merge patches.
+func applyPatch(pr patchRequest, current []byte, schemaObj any) ([]byte, error) {
+	var (
+		out []byte
+		err error
+	)
+	switch pr.typ {
+	case types.JSONPatchType:
+		var p jsonpatch.Patch
+		p, err = jsonpatch.DecodePatch(pr.body)
+		if err == nil {
+			out, err = p.Apply(current)
+		}
+	case types.MergePatchType:
+		out, err = jsonpatch.MergePatch(current, pr.body)
+	case types.StrategicMergePatchType:
+		var patchMap map[string]any
+		if err = json.Unmarshal(pr.body, &patchMap); err == nil {
+			var curMap map[string]any
+			if err = json.Unmarshal(current, &curMap); err == nil {
+				var merged map[string]any
+				merged, err = strategicpatch.StrategicMergeMapPatch(curMap, patchMap, schemaObj)
+				if err == nil {
+					out, err = json.Marshal(merged)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
+	}
+	return out, nil
+}
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource, sub resource.Subresource) error {
+	out, err := negotiate(r)
+	if err != nil {
+		return err
+	}
+	isDryRun, err := dryRun(r)
+	if err != nil {
+		return err
+	}
+	pr, err := parsePatch(r)
+	if err != nil {
+		return err
+	}
+	var warnings []string
+	result, err := s.guaranteedUpdate(r.Context(), res, ri.Namespace, ri.Name, string(sub), isDryRun, func(cur runtime.Object) (runtime.Object, error) {
+		curJSON, err := json.Marshal(cur)
+		if err != nil {
+			return nil, err
+		}
+		patched, err := applyPatch(pr, curJSON, res.New())
+		if err != nil {
+			return nil, err
+		}
+		obj := res.New()
+		warnings, err = decodeJSON(patched, obj, pr.directive)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkTypeMeta(res, obj); err != nil {
+			return nil, err
+		}
+		m, _ := meta.Accessor(obj)
+		cm, _ := meta.Accessor(cur)
+		if m.GetResourceVersion() == cm.GetResourceVersion() {
+			// The patch did not pin a version: it applies to whatever is current.
+			m.SetResourceVersion("")
+		}
+		return obj, nil
+	})
+	if err != nil {
+		return err
+	}
+	writeWarnings(w, warnings)
+	v, err := render(res, out, []runtime.Object{result.obj}, nil, listMetaOf(result.obj))
+	if err != nil {
+		return err
+	}
+	writeOut(w, out, http.StatusOK, v)
+	return nil
+}

@@ -1,0 +1,160 @@
+package pki
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// whoami answers with the user the client certificate names.
+var whoami = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	name, groups, ok := UserFromRequest(r)
+	if !ok {
+		fmt.Fprint(w, "anonymous")
+		return
+	}
+	fmt.Fprintf(w, "%s|%s", name, strings.Join(groups, ","))
+})
+
+// startServer serves whoami over TLS from ServerTLSConfig on 127.0.0.1.
+func startServer(t *testing.T, b *Bundle) *httptest.Server {
+	t.Helper()
+	cfg, err := b.ServerTLSConfig()
+	if err != nil {
+		t.Fatalf("ServerTLSConfig: %v", err)
+	}
+	if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tls.VerifyClientCertIfGiven {
+		t.Fatalf("MinVersion %x ClientAuth %v", cfg.MinVersion, cfg.ClientAuth)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewUnstartedServer(whoami)
+	_ = s.Listener.Close()
+	s.Listener = ln
+	s.TLS = cfg
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func clientFor(t *testing.T, roots *x509.CertPool, certFile, keyFile string) *http.Client {
+	t.Helper()
+	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	tr := &http.Transport{TLSClientConfig: cfg}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+func TestTLSHandshake(t *testing.T) {
+	t.Parallel()
+	b, _ := newBundle(t)
+	srv := startServer(t, b)
+	other, _ := newBundle(t)
+	schedCert, schedKey, err := b.IssueClient("system:kube-scheduler", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name     string
+		roots    *x509.CertPool
+		cert     string
+		key      string
+		want     string // response body; "" means the request must fail
+		wantFail string // part of the error when want is ""
+	}{
+		{name: "admin", roots: b.CA, cert: b.AdminCertFile, key: b.AdminKeyFile, want: "kubebus-admin|system:masters"},
+		{name: "component", roots: b.CA, cert: schedCert, key: schedKey, want: "system:kube-scheduler|"},
+		{name: "no client certificate", roots: b.CA, want: "anonymous"},
+		{name: "client certificate from another CA", roots: b.CA, cert: other.AdminCertFile, key: other.AdminKeyFile, wantFail: "certificate"},
+		{name: "client trusts another CA", roots: other.CA, cert: b.AdminCertFile, key: b.AdminKeyFile, wantFail: "certificate signed by unknown authority"},
+		{name: "serving certificate is not a client certificate", roots: b.CA, cert: b.ServingCertFile, key: b.ServingKeyFile, wantFail: "certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, err := clientFor(t, tt.roots, tt.cert, tt.key).Get(srv.URL)
+			if tt.want == "" {
+				if err == nil {
+					resp.Body.Close()
+					t.Fatalf("request succeeded, want failure")
+				}
+				if !strings.Contains(err.Error(), tt.wantFail) {
+					t.Errorf("error %v, want one containing %q", err, tt.wantFail)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("GET: %v", err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(body) != tt.want {
+				t.Errorf("server saw %q, want %q", body, tt.want)
+			}
+			if resp.TLS == nil || len(resp.TLS.VerifiedChains) == 0 {
+				t.Fatal("client did not verify the server")
+			}
+			if err := resp.TLS.VerifiedChains[0][0].VerifyHostname("127.0.0.1"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestUserFromCert(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		cert       *x509.Certificate
+		wantName   string
+		wantGroups []string
+	}{
+		{name: "nil", cert: nil},
+		{name: "user only", cert: &x509.Certificate{Subject: pkix.Name{CommonName: "system:kube-scheduler"}}, wantName: "system:kube-scheduler"},
+		{name: "user and groups", cert: &x509.Certificate{Subject: pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes", "x"}}}, wantName: "system:node:n1", wantGroups: []string{"system:nodes", "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			name, groups := UserFromCert(tt.cert)
+			if name != tt.wantName || !slices.Equal(groups, tt.wantGroups) {
+				t.Errorf("got %q %q, want %q %q", name, groups, tt.wantName, tt.wantGroups)
+			}
+			if tt.cert != nil && len(groups) > 0 {
+				groups[0] = "changed"
+				if tt.cert.Subject.Organization[0] == "changed" {
+					t.Error("groups alias the certificate")
+				}
+			}
+		})
+	}
+}
+
+func TestUserFromRequestWithoutTLS(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+	if name, groups, ok := UserFromRequest(r); ok || name != "" || groups != nil {
+		t.Errorf("got %q %q %v for a plain request", name, groups, ok)
+	}
+}

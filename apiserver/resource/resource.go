@@ -1,0 +1,105 @@
+package resource
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Subresource names a subresource a Resource serves.
+type Subresource string
+
+// The subresources the generic handlers know.
+const (
+	Status   Subresource = "status"
+	Scale    Subresource = "scale"
+	Binding  Subresource = "binding"
+	Log      Subresource = "log"
+	Finalize Subresource = "finalize"
+	Eviction Subresource = "eviction"
+)
+
+// Resource is one row of the table.
+type Resource struct {
+	GVK        schema.GroupVersionKind
+	Plural     string // "deployments"
+	Singular   string // "deployment"
+	Namespaced bool
+	ShortNames []string
+	Categories []string // "all" makes `kubectl get all` include it
+	// Subresources the resource serves besides the object itself.
+	Subresources []Subresource
+
+	// New returns an empty object of the kind; NewList an empty list.
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	// HasGeneration makes the server set metadata.generation to 1 on create
+	// and bump it on every change of the object outside metadata and status.
+	HasGeneration bool
+
+	// Default fills defaults a Kubernetes user expects (may be nil).
+	Default func(obj runtime.Object)
+	// PrepareForCreate resets what a client may not set on create, such as
+	// status (may be nil).
+	PrepareForCreate func(obj runtime.Object)
+	// Validate checks a new object; ValidateUpdate checks a change.
+	Validate       func(obj runtime.Object) field.ErrorList
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// Fields returns the attributes field selectors match on, beyond
+	// metadata.name and metadata.namespace (may be nil).
+	Fields func(obj runtime.Object) fields.Set
+	// Scale reads and writes the scale subresource (nil when not served).
+	Scale *ScaleAccess
+}
+
+// ScaleAccess reads and writes the replica count behind /scale.
+type ScaleAccess struct {
+	// Get returns spec replicas, status replicas and the label selector.
+	Get func(obj runtime.Object) (spec, status int32, selector string)
+	// Set writes spec replicas.
+	Set func(obj runtime.Object, replicas int32)
+}
+
+// GroupVersion returns the resource's group and version.
+func (r *Resource) GroupVersion() schema.GroupVersion { return r.GVK.GroupVersion() }
+
+// GroupResource returns the resource's group and plural name.
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.GVK.Group, Resource: r.Plural}
+}
+
+// Serves reports whether the resource serves the subresource.
+func (r *Resource) Serves(s Subresource) bool {
+	for _, have := range r.Subresources {
+		if have == s {
+			return true
+		}
+	}
+	return false
+}
+
+// FieldSet returns every field-selector attribute of obj.
+func (r *Resource) FieldSet(obj runtime.Object) fields.Set {
+	set := fields.Set{}
+	if m, err := meta.Accessor(obj); err == nil {
+		set["metadata.name"] = m.GetName()
+		if r.Namespaced {
+			set["metadata.namespace"] = m.GetNamespace()
+		}
+	}
+	if r.Fields != nil {
+		for k, v := range r.Fields(obj) {
+			set[k] = v
+		}
+	}
+	return set
+}
+
+// Verbs returns the discovery verbs of the resource itself.
+func (r *Resource) Verbs() metav1.Verbs {
+	return metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+}

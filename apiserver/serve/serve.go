@@ -1,0 +1,148 @@
+// Package serve runs one API server process: it connects to etcd and NATS,
+// ensures the certificates, bootstraps the system namespaces and serves
+// HTTPS until its context ends. Both `kubebus apiserver` and the all-in-one
+// `kubebus server` use it.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kubebus/kubebus/apiserver"
+	"github.com/kubebus/kubebus/apiserver/auth"
+	"github.com/kubebus/kubebus/apiserver/openapi"
+	"github.com/kubebus/kubebus/apiserver/pki"
+	"github.com/kubebus/kubebus/apiserver/resource"
+	"github.com/kubebus/kubebus/apiserver/storage"
+	"github.com/kubebus/kubebus/bus"
+)
+
+// Options configure one API server.
+type Options struct {
+	EtcdServers []string
+	NATSURL     string
+	// BindAddress and Port say where to listen (Port 0 picks a free port).
+	BindAddress string
+	Port        int
+	// PKIDir holds the CA and serving certificate (created when missing).
+	PKIDir string
+	// Hosts are the names in the serving certificate.
+	Hosts []string
+	// Kubeconfig, when set, is written for the admin user.
+	Kubeconfig string
+	Logger     *slog.Logger
+	// Listening, when set, receives the bound address once serving.
+	Listening chan<- string
+}
+
+func (o *Options) validate() error {
+	if len(o.EtcdServers) == 0 {
+		return errors.New("no etcd servers")
+	}
+	if o.PKIDir == "" {
+		return errors.New("no PKI directory")
+	}
+	if o.BindAddress == "" {
+		o.BindAddress = "127.0.0.1"
+	}
+	if len(o.Hosts) == 0 {
+		o.Hosts = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if err := o.validate(); err != nil {
+		return fmt.Errorf("apiserver options: %w", err)
+	}
+	metrics := apiserver.NewMetrics()
+	store, err := storage.New(storage.Config{Endpoints: o.EtcdServers, Observe: metrics.ObserveEtcd})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	bundle, err := pki.Ensure(pki.Config{Dir: o.PKIDir, Hosts: o.Hosts})
+	if err != nil {
+		return fmt.Errorf("preparing certificates: %w", err)
+	}
+	resources := resource.Builtin()
+	docs, err := openapi.Build(openAPIResources(resources))
+	if err != nil {
+		return fmt.Errorf("building openapi documents: %w", err)
+	}
+	checks := map[string]func(context.Context) error{}
+	if o.NATSURL != "" {
+		url := o.NATSURL
+		checks["nats"] = func(ctx context.Context) error { return bus.Ping(ctx, url) }
+	}
+	srv, err := apiserver.New(apiserver.Config{
+		Store: store, Resources: resources, Logger: o.Logger, Metrics: metrics,
+		Authenticator: auth.Chain{auth.ClientCert{}},
+		ReadyChecks:   checks,
+		Mount:         []func(chi.Router){docs.Register},
+	})
+	if err != nil {
+		return err
+	}
+	bctx, cancel := context.WithTimeout(ctx, time.Minute)
+	err = srv.Bootstrap(bctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("bootstrapping: %w", err)
+	}
+	tlsCfg, err := bundle.ServerTLSConfig()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.BindAddress, fmt.Sprint(o.Port)))
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	addr := ln.Addr().String()
+	if o.Kubeconfig != "" {
+		if err := pki.WriteKubeconfig(o.Kubeconfig, "https://"+addr, bundle, "", ""); err != nil {
+			ln.Close()
+			return fmt.Errorf("writing kubeconfig: %w", err)
+		}
+	}
+	hs := &http.Server{Handler: srv.Handler(), TLSConfig: tlsCfg, ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ServeTLS(ln, "", "") }()
+	o.Logger.Info("api server serving", "address", "https://"+addr, "etcd", o.EtcdServers)
+	if o.Listening != nil {
+		o.Listening <- addr
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	return nil
+}
+
+func openAPIResources(rs []*resource.Resource) []openapi.Resource {
+	out := make([]openapi.Resource, 0, len(rs))
+	for _, r := range rs {
+		subs := make([]string, 0, len(r.Subresources))
+		for _, s := range r.Subresources {
+			subs = append(subs, string(s))
+		}
+		out = append(out, openapi.Resource{GVK: r.GVK, Plural: r.Plural, Namespaced: r.Namespaced, Subresources: subs, Object: r.New(), List: r.NewList()})
+	}
+	return out
+}

@@ -1,0 +1,201 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/kubebus/kubebus/apiserver/auth"
+	"github.com/kubebus/kubebus/apiserver/resource"
+	"github.com/kubebus/kubebus/apiserver/storage"
+)
+
+// Config is everything the API server needs.
+type Config struct {
+	Store     *storage.Store
+	Resources []*resource.Resource
+	Logger    *slog.Logger
+	// Authenticator finds the user of a request; nil means every request is
+	// anonymous. Authorizer decides; nil allows everything.
+	Authenticator auth.Authenticator
+	Authorizer    auth.Authorizer
+	// Admission runs before every write (may be nil).
+	Admission auth.Admitter
+	// ReadyChecks are extra /readyz checks by name (etcd is always checked).
+	ReadyChecks map[string]func(context.Context) error
+	Metrics     *Metrics
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound concurrent
+	// non-watch requests; past them the server answers 429.
+	MaxRequestsInFlight         int
+	MaxMutatingRequestsInFlight int
+	// Mount adds routes (OpenAPI, logs proxy) to the router.
+	Mount []func(chi.Router)
+	// WatchBookmarkInterval is how often watches that allow bookmarks get one.
+	WatchBookmarkInterval time.Duration
+}
+
+func (c *Config) validate() error {
+	if c.Store == nil {
+		return errors.New("apiserver: no store")
+	}
+	if len(c.Resources) == 0 {
+		return errors.New("apiserver: no resources")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Authorizer == nil {
+		c.Authorizer = auth.AlwaysAllow{}
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics()
+	}
+	if c.MaxRequestsInFlight == 0 {
+		c.MaxRequestsInFlight = 400
+	}
+	if c.MaxMutatingRequestsInFlight == 0 {
+		c.MaxMutatingRequestsInFlight = 200
+	}
+	if c.WatchBookmarkInterval == 0 {
+		c.WatchBookmarkInterval = 10 * time.Second
+	}
+	return nil
+}
+
+// Version is what /version reports.
+var Version = version.Info{
+	Major: "1", Minor: "33", GitVersion: "v1.33.0-kubebus", GitCommit: "kubebus",
+	GitTreeState: "clean", BuildDate: "2026-11-22T00:00:00Z", GoVersion: "go1.26", Compiler: "gc", Platform: "linux/amd64",
+}
+
+// Server serves the REST API.
+type Server struct {
+	cfg      Config
+	store    *storage.Store
+	log      *slog.Logger
+	byGVR    map[schema.GroupVersionResource]*resource.Resource
+	readOnly chan struct{}
+	mutating chan struct{}
+	handler  http.Handler
+}
+
+// New builds a server from cfg.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, store: cfg.Store, log: cfg.Logger,
+		byGVR:    map[schema.GroupVersionResource]*resource.Resource{},
+		readOnly: make(chan struct{}, cfg.MaxRequestsInFlight),
+		mutating: make(chan struct{}, cfg.MaxMutatingRequestsInFlight),
+	}
+	for _, res := range cfg.Resources {
+		gvr := res.GVK.GroupVersion().WithResource(res.Plural)
+		if _, dup := s.byGVR[gvr]; dup {
+			return nil, fmt.Errorf("apiserver: resource %s listed twice", gvr)
+		}
+		s.byGVR[gvr] = res
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.recoverer, s.authenticate)
+	r.Get("/version", s.serveVersion)
+	r.Get("/livez", s.serveLive)
+	r.Get("/healthz", s.serveReady)
+	r.Get("/readyz", s.serveReady)
+	r.Handle("/metrics", s.cfg.Metrics.Handler())
+	r.Get("/api", s.serveAPIVersions)
+	r.Get("/apis", s.serveAPIGroupList)
+	r.Get("/api/v1", s.serveResourceList)
+	r.Get("/apis/{group}", s.serveAPIGroup)
+	r.Get("/apis/{group}/{version}", s.serveResourceList)
+	r.Handle("/api/v1/*", http.HandlerFunc(s.serveResource))
+	r.Handle("/apis/{group}/{version}/*", http.HandlerFunc(s.serveResource))
+	for _, m := range s.cfg.Mount {
+		m(r)
+	}
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errMethodNotAllowed(r.Method, r.URL.Path))
+	})
+	return r
+}
+
+// recoverer turns a panic in a handler into a 500 Status and logs the stack.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				s.writeError(w, r, apierrors.NewInternalError(fmt.Errorf("internal error while serving %s %s", r.Method, r.URL.Path)))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticate attaches the request's user to its context.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u := auth.Anonymous
+		if s.cfg.Authenticator != nil {
+			got, ok, err := s.cfg.Authenticator.Authenticate(r)
+			if err != nil {
+				s.writeError(w, r, apierrors.NewUnauthorized(err.Error()))
+				return
+			}
+			if ok {
+				u = got
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), u)))
+	})
+}
+
+// lookup finds the resource a request names.
+func (s *Server) lookup(ri RequestInfo) (*resource.Resource, error) {
+	res, ok := s.byGVR[schema.GroupVersionResource{Group: ri.Group, Version: ri.Version, Resource: ri.Resource}]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: ri.Group, Resource: ri.Resource}, "")
+	}
+	return res, nil
+}
+
+// limit takes an in-flight slot or fails with 429.
+func (s *Server) limit(verb string) (release func(), err error) {
+	ch := s.readOnly
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		ch = s.mutating
+	case "watch":
+		return func() {}, nil
+	}
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	default:
+		return nil, apierrors.NewTooManyRequests("too many requests in flight, please try again later", 1)
+	}
+}

@@ -1,0 +1,263 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Sentinel errors; callers branch on them with errors.Is.
+var (
+	ErrNotFound  = errors.New("storage: key not found")
+	ErrExists    = errors.New("storage: key already exists")
+	ErrConflict  = errors.New("storage: revision conflict")
+	ErrCompacted = errors.New("storage: revision compacted")
+	ErrNoParent  = errors.New("storage: parent key not found")
+)
+
+// KV is one stored value with its revisions.
+type KV struct {
+	Key            string
+	Value          []byte
+	ModRevision    int64
+	CreateRevision int64
+}
+
+// Config says which etcd to use.
+type Config struct {
+	Endpoints   []string
+	DialTimeout time.Duration
+	// Observe, when set, is called after every etcd request with its
+	// operation and duration (for metrics).
+	Observe func(op string, d time.Duration)
+}
+
+func (c *Config) validate() error {
+	if len(c.Endpoints) == 0 {
+		return errors.New("storage: no etcd endpoints")
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	return nil
+}
+
+// Store reads and writes keys in etcd.
+type Store struct {
+	cli     *clientv3.Client
+	observe func(op string, d time.Duration)
+}
+
+// New connects to etcd.
+func New(cfg Config) (*Store, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:          cfg.Endpoints,
+		DialTimeout:        cfg.DialTimeout,
+		Logger:             zap.NewNop(),
+		MaxCallSendMsgSize: 8 << 20,
+		MaxCallRecvMsgSize: 1 << 30,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to etcd %v: %w", cfg.Endpoints, err)
+	}
+	obs := cfg.Observe
+	if obs == nil {
+		obs = func(string, time.Duration) {}
+	}
+	return &Store{cli: cli, observe: obs}, nil
+}
+
+// Close releases the connection.
+func (s *Store) Close() error { return s.cli.Close() }
+
+func (s *Store) timed(op string) func() {
+	start := time.Now()
+	return func() { s.observe(op, time.Since(start)) }
+}
+
+// Get reads one key.
+func (s *Store) Get(ctx context.Context, key string) (KV, error) {
+	defer s.timed("get")()
+	resp, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return KV{}, fmt.Errorf("reading %s: %w", key, wrapErr(err))
+	}
+	if len(resp.Kvs) == 0 {
+		return KV{}, ErrNotFound
+	}
+	return kvOf(resp.Kvs[0]), nil
+}
+
+// GetSerializable reads one key from the local member without a quorum round
+// trip; it may be slightly stale.
+func (s *Store) GetSerializable(ctx context.Context, key string) (KV, error) {
+	defer s.timed("get")()
+	resp, err := s.cli.Get(ctx, key, clientv3.WithSerializable())
+	if err != nil {
+		return KV{}, fmt.Errorf("reading %s: %w", key, wrapErr(err))
+	}
+	if len(resp.Kvs) == 0 {
+		return KV{}, ErrNotFound
+	}
+	return kvOf(resp.Kvs[0]), nil
+}
+
+// Page is one page of a range read.
+type Page struct {
+	KVs      []KV
+	Revision int64 // the revision the page was read at
+	More     bool  // keys remain after the last one returned
+}
+
+// List reads keys with the given prefix, starting at startKey (inclusive;
+// empty means the prefix itself), at revision rev (0 means the newest), at
+// most limit keys (0 means all).
+func (s *Store) List(ctx context.Context, prefix, startKey string, rev, limit int64) (Page, error) {
+	defer s.timed("list")()
+	if startKey == "" {
+		startKey = prefix
+	}
+	if !strings.HasPrefix(startKey, prefix) {
+		return Page{}, fmt.Errorf("storage: start key %q outside prefix %q", startKey, prefix)
+	}
+	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix))}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	if limit > 0 {
+		opts = append(opts, clientv3.WithLimit(limit))
+	}
+	resp, err := s.cli.Get(ctx, startKey, opts...)
+	if err != nil {
+		return Page{}, fmt.Errorf("listing %s: %w", prefix, wrapErr(err))
+	}
+	p := Page{Revision: resp.Header.Revision, More: resp.More, KVs: make([]KV, 0, len(resp.Kvs))}
+	if rev > 0 {
+		p.Revision = rev
+	}
+	for _, kv := range resp.Kvs {
+		p.KVs = append(p.KVs, kvOf(kv))
+	}
+	return p, nil
+}
+
+// Count returns how many keys have the prefix.
+func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
+	defer s.timed("count")()
+	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("counting %s: %w", prefix, wrapErr(err))
+	}
+	return resp.Count, nil
+}
+
+// Create writes key only if it does not exist. When parent is not empty the
+// write also requires the parent key to exist (a namespace for a namespaced
+// object), checked in the same transaction. It returns the new revision.
+func (s *Store) Create(ctx context.Context, key string, value []byte, parent string) (int64, error) {
+	defer s.timed("create")()
+	conds := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}
+	if parent != "" {
+		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(parent), ">", 0))
+	}
+	resp, err := s.cli.Txn(ctx).If(conds...).
+		Then(clientv3.OpPut(key, string(value))).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("creating %s: %w", key, wrapErr(err))
+	}
+	if !resp.Succeeded {
+		if resp.Responses[0].GetResponseRange().Count > 0 {
+			return 0, ErrExists
+		}
+		return 0, ErrNoParent
+	}
+	return resp.Header.Revision, nil
+}
+
+// Update replaces key if its mod revision is still rev. On a conflict it
+// returns ErrConflict and the current value (or ErrNotFound if it is gone).
+func (s *Store) Update(ctx context.Context, key string, value []byte, rev int64) (int64, KV, error) {
+	defer s.timed("update")()
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		Then(clientv3.OpPut(key, string(value))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return 0, KV{}, fmt.Errorf("updating %s: %w", key, wrapErr(err))
+	}
+	if !resp.Succeeded {
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return 0, KV{}, ErrNotFound
+		}
+		return 0, kvOf(kvs[0]), ErrConflict
+	}
+	return resp.Header.Revision, KV{}, nil
+}
+
+// Delete removes key if its mod revision is still rev. On a conflict it
+// returns ErrConflict and the current value.
+func (s *Store) Delete(ctx context.Context, key string, rev int64) (int64, KV, error) {
+	defer s.timed("delete")()
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		Then(clientv3.OpDelete(key)).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return 0, KV{}, fmt.Errorf("deleting %s: %w", key, wrapErr(err))
+	}
+	if !resp.Succeeded {
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return 0, KV{}, ErrNotFound
+		}
+		return 0, kvOf(kvs[0]), ErrConflict
+	}
+	return resp.Header.Revision, KV{}, nil
+}
+
+// Revision returns etcd's current revision (a linearizable read).
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	defer s.timed("revision")()
+	resp, err := s.cli.Get(ctx, "/registry/\x00revision-probe", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("reading revision: %w", wrapErr(err))
+	}
+	return resp.Header.Revision, nil
+}
+
+// Compact discards history before rev (tests and maintenance use it).
+func (s *Store) Compact(ctx context.Context, rev int64) error {
+	_, err := s.cli.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	if err != nil {
+		return fmt.Errorf("compacting to %d: %w", rev, wrapErr(err))
+	}
+	return nil
+}
+
+func kvOf(kv interface {
+	GetKey() []byte
+	GetValue() []byte
+	GetModRevision() int64
+	GetCreateRevision() int64
+}) KV {
+	return KV{Key: string(kv.GetKey()), Value: kv.GetValue(), ModRevision: kv.GetModRevision(), CreateRevision: kv.GetCreateRevision()}
+}
+
+func wrapErr(err error) error {
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return ErrCompacted
+	}
+	return err
+}

@@ -1,0 +1,228 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"reflect"
+	"strconv"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubebus/kubebus/apiserver/auth"
+	"github.com/kubebus/kubebus/apiserver/resource"
+	"github.com/kubebus/kubebus/apiserver/storage"
+)
+
+// errConflict is the 409 a stale resourceVersion gets.
+func errConflict(res *resource.Resource, name string) error {
+	return storageError(storage.ErrConflict, res.GroupResource(), name)
+}
+
+// mutateFunc turns the stored object into the desired one. It gets a deep
+// copy it may change.
+type mutateFunc func(cur runtime.Object) (runtime.Object, error)
+
+// updateResult is what guaranteedUpdate did.
+type updateResult struct {
+	obj     runtime.Object
+	deleted bool
+}
+
+// guaranteedUpdate reads the object, applies mutate, finishes the update
+// through the subresource's rules and writes it with compare-and-swap,
+// retrying on a conflict unless the client pinned a resourceVersion.
+func (s *Server) guaranteedUpdate(ctx context.Context, res *resource.Resource, ns, name, sub string, isDryRun bool, mutate mutateFunc) (updateResult, error) {
+	key := keyFor(res, ns, name)
+	for attempt := 0; ; attempt++ {
+		cur, kv, err := s.getObject(ctx, res, ns, name)
+		if err != nil {
+			return updateResult{}, err
+		}
+		desired, err := mutate(cur.DeepCopyObject())
+		if err != nil {
+			return updateResult{}, err
+		}
+		dm, err := meta.Accessor(desired)
+		if err != nil {
+			return updateResult{}, err
+		}
+		pinned := dm.GetResourceVersion()
+		if pinned != "" && pinned != strconv.FormatInt(kv.ModRevision, 10) {
+			return updateResult{}, errConflict(res, name)
+		}
+		if err := s.finishUpdate(ctx, res, desired, cur, sub, isDryRun); err != nil {
+			return updateResult{}, err
+		}
+		if shouldDeleteDuringUpdate(desired) {
+			if isDryRun {
+				return updateResult{obj: desired, deleted: true}, nil
+			}
+			rev, _, err := s.store.Delete(ctx, key, kv.ModRevision)
+			if errors.Is(err, storage.ErrConflict) && pinned == "" && attempt < 16 {
+				continue
+			}
+			if err != nil {
+				return updateResult{}, storageError(err, res.GroupResource(), name)
+			}
+			dm.SetResourceVersion(strconv.FormatInt(rev, 10))
+			return updateResult{obj: desired, deleted: true}, nil
+		}
+		data, err := encodeForStorage(res, desired)
+		if err != nil {
+			return updateResult{}, err
+		}
+		if bytes.Equal(data, kv.Value) || isDryRun {
+			dm.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+			return updateResult{obj: desired}, nil
+		}
+		rev, _, err := s.store.Update(ctx, key, data, kv.ModRevision)
+		if errors.Is(err, storage.ErrConflict) && pinned == "" && attempt < 16 {
+			continue
+		}
+		if err != nil {
+			return updateResult{}, storageError(err, res.GroupResource(), name)
+		}
+		dm.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return updateResult{obj: desired}, nil
+	}
+}
+
+// finishUpdate carries server-owned fields over from old, limits the change
+// to what the subresource may touch, bumps generation, admits and validates.
+func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, old runtime.Object, sub string, isDryRun bool) error {
+	nm, _ := meta.Accessor(obj)
+	om, _ := meta.Accessor(old)
+	if nm.GetName() != om.GetName() {
+		return apierrors.NewBadRequest("the name of the object (" + nm.GetName() + ") does not match the name on the URL (" + om.GetName() + ")")
+	}
+	if res.Namespaced && nm.GetNamespace() != "" && nm.GetNamespace() != om.GetNamespace() {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	rv := nm.GetResourceVersion()
+	switch resource.Subresource(sub) {
+	case resource.Status:
+		// Only status changes; everything else stays as stored.
+		st := fieldValue(obj, "Status")
+		copyInto(obj, old)
+		if st.IsValid() {
+			fieldValue(obj, "Status").Set(st)
+		}
+	case resource.Finalize:
+		sp := fieldValue(obj, "Spec")
+		copyInto(obj, old)
+		if sp.IsValid() {
+			fieldValue(obj, "Spec").Set(sp)
+		}
+	case resource.Binding:
+		// Binding sets spec.nodeName and the PodScheduled condition together.
+	default:
+		if res.Serves(resource.Status) {
+			if st := fieldValue(old, "Status"); st.IsValid() {
+				fieldValue(obj, "Status").Set(st)
+			}
+		}
+	}
+	nm.SetResourceVersion(rv)
+	nm.SetNamespace(om.GetNamespace())
+	nm.SetUID(om.GetUID())
+	nm.SetCreationTimestamp(om.GetCreationTimestamp())
+	nm.SetDeletionTimestamp(om.GetDeletionTimestamp())
+	nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
+	nm.SetGeneration(om.GetGeneration())
+	nm.SetManagedFields(nil)
+	nm.SetSelfLink("")
+	if om.GetDeletionTimestamp() != nil && len(nm.GetFinalizers()) > len(om.GetFinalizers()) {
+		for _, f := range nm.GetFinalizers() {
+			if !contains(om.GetFinalizers(), f) {
+				return apierrors.NewForbidden(res.GroupResource(), om.GetName(), errors.New("no new finalizers can be added if the object is being deleted"))
+			}
+		}
+	}
+	if res.Default != nil {
+		res.Default(obj)
+	}
+	if res.HasGeneration && sub == "" {
+		if sp, osp := fieldValue(obj, "Spec"), fieldValue(old, "Spec"); sp.IsValid() && !apiequality.Semantic.DeepEqual(sp.Interface(), osp.Interface()) {
+			nm.SetGeneration(om.GetGeneration() + 1)
+		}
+	}
+	if err := s.admit(ctx, res, auth.Update, obj, old, sub, isDryRun); err != nil {
+		return err
+	}
+	if res.ValidateUpdate != nil && sub != string(resource.Binding) {
+		if errs := res.ValidateUpdate(obj, old); len(errs) > 0 {
+			return invalid(res, nm.GetName(), errs)
+		}
+	}
+	return nil
+}
+
+// shouldDeleteDuringUpdate: an object being deleted whose last finalizer is
+// gone, with no grace period left, is removed by the update that clears it.
+func shouldDeleteDuringUpdate(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+		return false
+	}
+	g := m.GetDeletionGracePeriodSeconds()
+	return g == nil || *g == 0
+}
+
+func fieldValue(obj runtime.Object, name string) reflect.Value {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	return v.Elem().FieldByName(name)
+}
+
+// copyInto overwrites *dst with *src (same type).
+func copyInto(dst, src runtime.Object) {
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src.DeepCopyObject()).Elem())
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource, sub resource.Subresource) error {
+	out, err := negotiate(r)
+	if err != nil {
+		return err
+	}
+	isDryRun, err := dryRun(r)
+	if err != nil {
+		return err
+	}
+	obj, warnings, err := decodeBody(r, res)
+	if err != nil {
+		return err
+	}
+	m, _ := meta.Accessor(obj)
+	if m.GetName() != ri.Name {
+		return apierrors.NewBadRequest("the name of the object (" + m.GetName() + ") does not match the name on the URL (" + ri.Name + ")")
+	}
+	result, err := s.guaranteedUpdate(r.Context(), res, ri.Namespace, ri.Name, string(sub), isDryRun, func(runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	})
+	if err != nil {
+		return err
+	}
+	writeWarnings(w, warnings)
+	v, err := render(res, out, []runtime.Object{result.obj}, nil, listMetaOf(result.obj))
+	if err != nil {
+		return err
+	}
+	writeOut(w, out, http.StatusOK, v)
+	return nil
+}

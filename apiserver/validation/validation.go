@@ -1,0 +1,174 @@
+package validation
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ValidateCreate validates a new object (metadata and spec). Kinds it does
+// not know are accepted as they are.
+func ValidateCreate(obj runtime.Object) field.ErrorList {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return validatePod(o)
+	case *corev1.PodTemplate:
+		return validatePodTemplate(o)
+	case *appsv1.Deployment:
+		return validateDeployment(o)
+	case *appsv1.ReplicaSet:
+		return validateReplicaSet(o)
+	case *corev1.Service:
+		return validateService(o)
+	case *corev1.Endpoints:
+		return validateEndpoints(o)
+	case *discoveryv1.EndpointSlice:
+		return validateEndpointSlice(o)
+	case *corev1.ConfigMap:
+		return validateConfigMap(o)
+	case *corev1.Secret:
+		return validateSecret(o)
+	case *corev1.ServiceAccount:
+		return validateMeta(&o.ObjectMeta, true, apivalidation.NameIsDNSSubdomain)
+	case *corev1.Namespace:
+		return validateNamespace(o)
+	case *corev1.Node:
+		return validateNode(o)
+	case *coordinationv1.Lease:
+		return validateLease(o)
+	case *schedulingv1.PriorityClass:
+		return validatePriorityClass(o)
+	case *corev1.Event:
+		return validateEvent(o)
+	}
+	return nil
+}
+
+// ValidateUpdate validates obj replacing old: everything ValidateCreate
+// checks plus immutable fields. obj and old must be of the same kind.
+func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
+	var errs field.ErrorList
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		errs = update(o, old, validatePodUpdate)
+	case *corev1.PodTemplate:
+		errs = update(o, old, func(o, old *corev1.PodTemplate) field.ErrorList {
+			return append(validateMetaUpdate(&o.ObjectMeta, &old.ObjectMeta), validatePodTemplate(o)...)
+		})
+	case *appsv1.Deployment:
+		errs = update(o, old, validateDeploymentUpdate)
+	case *appsv1.ReplicaSet:
+		errs = update(o, old, validateReplicaSetUpdate)
+	case *corev1.Service:
+		errs = update(o, old, validateServiceUpdate)
+	case *corev1.Endpoints:
+		errs = update(o, old, func(o, old *corev1.Endpoints) field.ErrorList {
+			return append(validateMetaUpdate(&o.ObjectMeta, &old.ObjectMeta), validateEndpoints(o)...)
+		})
+	case *discoveryv1.EndpointSlice:
+		errs = update(o, old, validateEndpointSliceUpdate)
+	case *corev1.ConfigMap:
+		errs = update(o, old, validateConfigMapUpdate)
+	case *corev1.Secret:
+		errs = update(o, old, validateSecretUpdate)
+	case *corev1.ServiceAccount:
+		errs = update(o, old, func(o, old *corev1.ServiceAccount) field.ErrorList {
+			return append(validateMetaUpdate(&o.ObjectMeta, &old.ObjectMeta), ValidateCreate(o)...)
+		})
+	case *corev1.Namespace:
+		errs = update(o, old, func(o, old *corev1.Namespace) field.ErrorList {
+			return append(validateMetaUpdate(&o.ObjectMeta, &old.ObjectMeta), validateNamespace(o)...)
+		})
+	case *corev1.Node:
+		errs = update(o, old, validateNodeUpdate)
+	case *coordinationv1.Lease:
+		errs = update(o, old, func(o, old *coordinationv1.Lease) field.ErrorList {
+			return append(validateMetaUpdate(&o.ObjectMeta, &old.ObjectMeta), validateLease(o)...)
+		})
+	case *schedulingv1.PriorityClass:
+		errs = update(o, old, validatePriorityClassUpdate)
+	case *corev1.Event:
+		errs = update(o, old, func(o, old *corev1.Event) field.ErrorList {
+			return append(validateMetaUpdate(&o.ObjectMeta, &old.ObjectMeta), validateEvent(o)...)
+		})
+	}
+	return dedupe(errs)
+}
+
+// update runs fn when old is of obj's kind and reports a mismatch otherwise.
+func update[T runtime.Object](obj T, old runtime.Object, fn func(obj, old T) field.ErrorList) field.ErrorList {
+	o, ok := old.(T)
+	if !ok {
+		return field.ErrorList{field.InternalError(nil, fmt.Errorf("cannot validate an update of %T from %T", obj, old))}
+	}
+	return fn(obj, o)
+}
+
+// dedupe drops repeated errors: an update validates the new metadata both as
+// a change and as an object, which reports a bad label twice.
+func dedupe(errs field.ErrorList) field.ErrorList {
+	if len(errs) < 2 {
+		return errs
+	}
+	seen := make(map[string]bool, len(errs))
+	out := errs[:0:0]
+	for _, e := range errs {
+		key := e.Error()
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, e)
+	}
+	return out
+}
+
+var metadataPath = field.NewPath("metadata")
+
+// validateMeta validates the metadata of a new object: name (by nameFn),
+// namespace (required when namespaced, forbidden otherwise), labels,
+// annotations, owner references and finalizers.
+func validateMeta(meta *metav1.ObjectMeta, namespaced bool, nameFn apivalidation.ValidateNameFunc) field.ErrorList {
+	errs := apivalidation.ValidateObjectMeta(meta, namespaced, nameFn, metadataPath)
+	return append(errs, validateKubeFinalizers(meta.Finalizers, metadataPath.Child("finalizers"))...)
+}
+
+// validateMetaUpdate validates a change of metadata: name, namespace, uid and
+// creation time are immutable and the resourceVersion must be given.
+func validateMetaUpdate(meta, old *metav1.ObjectMeta) field.ErrorList {
+	errs := apivalidation.ValidateObjectMetaUpdate(meta, old, metadataPath)
+	return append(errs, validateKubeFinalizers(meta.Finalizers, metadataPath.Child("finalizers"))...)
+}
+
+// standardFinalizers are the finalizer names that need no domain.
+var standardFinalizers = map[string]bool{
+	string(corev1.FinalizerKubernetes): true,
+	metav1.FinalizerOrphanDependents:   true,
+	metav1.FinalizerDeleteDependents:   true,
+}
+
+// validateKubeFinalizers requires a finalizer name without a domain to be
+// one of the standard ones.
+func validateKubeFinalizers(finalizers []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range finalizers {
+		errs = append(errs, validateKubeFinalizer(f, path.Index(i))...)
+	}
+	return errs
+}
+
+func validateKubeFinalizer(f string, path *field.Path) field.ErrorList {
+	if !strings.Contains(f, "/") && !standardFinalizers[f] {
+		return field.ErrorList{field.Invalid(path, f, "name is neither a standard finalizer name nor is it fully qualified")}
+	}
+	return nil
+}

@@ -1,0 +1,251 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubebus/kubebus/apiserver/resource"
+	"github.com/kubebus/kubebus/apiserver/storage"
+)
+
+// watchEvent is one event on the wire.
+type watchEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object any             `json:"object"`
+}
+
+// watchRequest is a parsed watch.
+type watchRequest struct {
+	sel           selection
+	fromRevision  int64 // first revision to stream; 0: after the initial state
+	initial       bool  // send the current state as ADDED events first
+	initialEndMrk bool  // end the initial state with a bookmark (sendInitialEvents)
+	bookmarks     bool
+	timeout       time.Duration
+}
+
+func parseWatchRequest(res *resource.Resource, r *http.Request) (watchRequest, error) {
+	q := r.URL.Query()
+	sel, err := parseSelection(res, r)
+	if err != nil {
+		return watchRequest{}, err
+	}
+	wr := watchRequest{sel: sel, bookmarks: isTrue(q.Get("allowWatchBookmarks"))}
+	rv := q.Get("resourceVersion")
+	switch {
+	case q.Has("sendInitialEvents"):
+		wr.initial = isTrue(q.Get("sendInitialEvents"))
+		wr.initialEndMrk = wr.initial
+		if wr.initial && !wr.bookmarks {
+			return wr, apierrors.NewBadRequest("sendInitialEvents requires allowWatchBookmarks=true")
+		}
+		if !wr.initial && rv != "" && rv != "0" {
+			n, err := strconv.ParseInt(rv, 10, 64)
+			if err != nil || n < 0 {
+				return wr, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rv))
+			}
+			wr.fromRevision = n + 1
+		}
+	case rv == "" || rv == "0":
+		wr.initial = true
+	default:
+		n, err := strconv.ParseInt(rv, 10, 64)
+		if err != nil || n < 0 {
+			return wr, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rv))
+		}
+		wr.fromRevision = n + 1
+	}
+	// Upstream spreads watch lifetimes between the minimum request timeout
+	// and twice it, so reconnects do not synchronise.
+	wr.timeout = time.Duration(1800+rand.IntN(1800)) * time.Second
+	if t := q.Get("timeoutSeconds"); t != "" {
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil || n < 0 {
+			return wr, apierrors.NewBadRequest(fmt.Sprintf("timeoutSeconds must be a non-negative integer, not %q", t))
+		}
+		if n > 0 {
+			wr.timeout = time.Duration(n) * time.Second
+		}
+	}
+	return wr, nil
+}
+
+func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource) error {
+	out, err := negotiate(r)
+	if err != nil {
+		return err
+	}
+	wr, err := parseWatchRequest(res, r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	prefix := prefixFor(res, ri.Namespace)
+	var initial []runtime.Object
+	var initialRev int64
+	if wr.initial {
+		objs, lm, err := s.listObjects(ctx, res, prefix, listRequest{sel: wr.sel})
+		if err != nil {
+			return err
+		}
+		initial = objs
+		initialRev, _ = strconv.ParseInt(lm.ResourceVersion, 10, 64)
+		wr.fromRevision = initialRev + 1
+	}
+	watcher := s.store.Watch(ctx, prefix, wr.fromRevision)
+	defer watcher.Stop()
+
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	send := func(typ watch.EventType, obj runtime.Object) error {
+		v, err := render(res, out, []runtime.Object{obj}, nil, listMetaOf(obj))
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(watchEvent{Type: typ, Object: v}); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	sendBookmark := func(rev int64, initialEnd bool) error {
+		b := res.New()
+		m, _ := meta.Accessor(b)
+		m.SetResourceVersion(strconv.FormatInt(rev, 10))
+		if initialEnd {
+			m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		}
+		setTypeMeta(res, b)
+		if err := enc.Encode(watchEvent{Type: watch.Bookmark, Object: b}); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	for _, obj := range initial {
+		if err := send(watch.Added, obj); err != nil {
+			return nil
+		}
+	}
+	if wr.initialEndMrk {
+		if err := sendBookmark(initialRev, true); err != nil {
+			return nil
+		}
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+	timeout := time.NewTimer(wr.timeout)
+	defer timeout.Stop()
+	var tick <-chan time.Time
+	if wr.bookmarks {
+		t := time.NewTicker(s.cfg.WatchBookmarkInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timeout.C:
+			return nil
+		case <-tick:
+			_ = watcher.RequestProgress()
+		case ev, ok := <-watcher.Events:
+			if !ok {
+				if errors.Is(watcher.Err(), storage.ErrCompacted) {
+					st := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d", wr.fromRevision-1)).Status()
+					st.Kind, st.APIVersion = "Status", "v1"
+					_ = enc.Encode(watchEvent{Type: watch.Error, Object: &st})
+				}
+				return nil
+			}
+			if ev.Type == storage.Progress {
+				if wr.bookmarks && ev.Revision > 0 {
+					if err := sendBookmark(ev.Revision, false); err != nil {
+						return nil
+					}
+				}
+				continue
+			}
+			typ, obj, err := s.convertEvent(res, wr.sel, ev)
+			if err != nil {
+				s.log.WarnContext(ctx, "skipping undecodable watch event", "key", ev.KV.Key, "err", err)
+				continue
+			}
+			if typ == "" {
+				continue
+			}
+			if err := send(typ, obj); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// convertEvent turns a storage event into a watch event for a client with a
+// selection: an object entering the selection is ADDED, leaving it DELETED.
+// An empty type means the client does not see the event.
+func (s *Server) convertEvent(res *resource.Resource, sel selection, ev storage.Event) (watch.EventType, runtime.Object, error) {
+	if ev.Type == storage.Delete {
+		if ev.Prev.Key == "" {
+			return "", nil, nil
+		}
+		prev, err := decodeStored(res, ev.Prev)
+		if err != nil {
+			return "", nil, err
+		}
+		m, _ := meta.Accessor(prev)
+		m.SetResourceVersion(strconv.FormatInt(ev.Revision, 10))
+		if !sel.matches(res, prev) {
+			return "", nil, nil
+		}
+		return watch.Deleted, prev, nil
+	}
+	cur, err := decodeStored(res, ev.KV)
+	if err != nil {
+		return "", nil, err
+	}
+	if sel.everything {
+		if ev.Created || ev.Prev.Key == "" {
+			return watch.Added, cur, nil
+		}
+		return watch.Modified, cur, nil
+	}
+	curOK := sel.matches(res, cur)
+	prevOK := false
+	if ev.Prev.Key != "" {
+		prev, err := decodeStored(res, ev.Prev)
+		if err != nil {
+			return "", nil, err
+		}
+		prevOK = sel.matches(res, prev)
+	}
+	switch {
+	case curOK && prevOK:
+		return watch.Modified, cur, nil
+	case curOK:
+		return watch.Added, cur, nil
+	case prevOK:
+		return watch.Deleted, cur, nil
+	}
+	return "", nil, nil
+}

@@ -1,0 +1,32 @@
+package app
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/kubebus/kubebus/apiserver/serve"
+)
+
+func newAPIServerCmd(g *globals) *cobra.Command {
+	var o serve.Options
+	cmd := &cobra.Command{
+		Use:   "apiserver",
+		Short: "Run the API server alone against external etcd and NATS",
+		Long: `Run one API server against an existing etcd cluster and NATS server.
+Several API servers may share one etcd; they are stateless.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Logger = g.logger()
+			return serve.Run(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd client URLs, comma separated")
+	f.StringVar(&o.NATSURL, "nats-url", "", "NATS server URL")
+	f.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "address to listen on")
+	f.IntVar(&o.Port, "secure-port", 6443, "HTTPS port")
+	f.StringVar(&o.PKIDir, "pki-dir", "", "directory holding (or receiving) the CA and serving certificate")
+	f.StringVar(&o.Kubeconfig, "write-kubeconfig", "", "write an admin kubeconfig here")
+	f.StringSliceVar(&o.Hosts, "tls-hosts", []string{"localhost", "127.0.0.1", "::1"}, "names in the serving certificate")
+	_ = cmd.MarkFlagRequired("etcd-servers")
+	_ = cmd.MarkFlagRequired("pki-dir")
+	return cmd
+}

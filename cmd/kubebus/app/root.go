@@ -1,0 +1,52 @@
+// Package app is the kubebus command line: a cobra tree whose Run function
+// tests can call directly.
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Run executes the command line args.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+type globals struct {
+	logLevel string
+	stderr   io.Writer
+}
+
+func (g *globals) logger() *slog.Logger {
+	var lvl slog.Level
+	switch strings.ToLower(g.logLevel) {
+	case "debug":
+		lvl = slog.LevelDebug
+	case "warn":
+		lvl = slog.LevelWarn
+	case "error":
+		lvl = slog.LevelError
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: lvl}))
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stderr: stderr}
+	root := &cobra.Command{
+		Use:           "kubebus",
+		Short:         "kubebus: a Kubernetes-compatible control plane, event-sourced on etcd with NATS JetStream fan-out",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.AddCommand(newServerCmd(g), newAPIServerCmd(g))
+	return root
+}

@@ -1,0 +1,82 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubebus/kubebus/apiserver/serve"
+	"github.com/kubebus/kubebus/apiserver/storage/embedded"
+	"github.com/kubebus/kubebus/bus/natsserver"
+)
+
+type serverOptions struct {
+	dataDir    string
+	port       int
+	etcdPort   int
+	etcdPeer   int
+	natsPort   int
+	bind       string
+	printReady bool
+}
+
+func newServerCmd(g *globals) *cobra.Command {
+	var o serverOptions
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the all-in-one cluster: embedded etcd and NATS, the API server and every component",
+		Long: `Run the whole cluster in one process. State lives in --data-dir:
+  etcd/        the embedded etcd member
+  nats/        the embedded NATS JetStream store
+  pki/         the CA, serving and client certificates
+  kubeconfig   an admin kubeconfig for kubectl (TLS verified)
+Restarting with the same --data-dir keeps every object.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := g.logger()
+			ctx := cmd.Context()
+			dir, err := filepath.Abs(o.dataDir)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fmt.Errorf("creating data dir: %w", err)
+			}
+			etcd, err := embedded.Start(ctx, embedded.Config{Dir: filepath.Join(dir, "etcd"), ClientPort: o.etcdPort, PeerPort: o.etcdPeer})
+			if err != nil {
+				return err
+			}
+			defer etcd.Close()
+			log.Info("embedded etcd ready", "endpoint", etcd.Endpoint)
+			ns, err := natsserver.Start(natsserver.Config{StoreDir: filepath.Join(dir, "nats"), Port: o.natsPort})
+			if err != nil {
+				return err
+			}
+			defer ns.Shutdown()
+			log.Info("embedded nats ready", "url", ns.URL())
+			kubeconfig := filepath.Join(dir, "kubeconfig")
+			listening := make(chan string, 1)
+			go func() {
+				select {
+				case addr := <-listening:
+					fmt.Fprintf(cmd.OutOrStdout(), "kubebus is ready at https://%s\n  export KUBECONFIG=%s\n", addr, kubeconfig)
+				case <-ctx.Done():
+				}
+			}()
+			return serve.Run(ctx, serve.Options{
+				EtcdServers: []string{etcd.Endpoint}, NATSURL: ns.URL(),
+				BindAddress: o.bind, Port: o.port, PKIDir: filepath.Join(dir, "pki"),
+				Kubeconfig: kubeconfig, Logger: log, Listening: listening,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dataDir, "data-dir", "/var/lib/kubebus", "where the cluster keeps its state")
+	f.StringVar(&o.bind, "bind-address", "127.0.0.1", "API server address")
+	f.IntVar(&o.port, "secure-port", 6443, "API server HTTPS port (0 picks a free one)")
+	f.IntVar(&o.etcdPort, "etcd-client-port", 2379, "embedded etcd client port on 127.0.0.1 (0 picks a free one)")
+	f.IntVar(&o.etcdPeer, "etcd-peer-port", 2380, "embedded etcd peer port on 127.0.0.1 (0 picks a free one)")
+	f.IntVar(&o.natsPort, "nats-port", 4222, "embedded NATS port on 127.0.0.1 (-1 picks a free one)")
+	return cmd
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what kubebus's tests need when it is missing. Idempotent; quiet when
+# everything is present. Debian packages through apt; kubectl, when absent,
+# is built from the k8s.io/kubectl module through the Go module proxy.
+set -euo pipefail
+
+need_apt=()
+command -v containerd >/dev/null || need_apt+=(containerd)
+command -v runc >/dev/null || need_apt+=(runc)
+command -v nft >/dev/null || need_apt+=(nftables)
+command -v ip >/dev/null || need_apt+=(iproute2)
+[ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || need_apt+=(containernetworking-plugins)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing ${need_apt[*]} and not root; install them and retry" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if ! command -v kubectl >/dev/null; then
+  here=$(cd "$(dirname "$0")" && pwd)
+  echo "install-deps: kubectl not on PATH; building it from k8s.io/kubectl into $here/../bin"
+  (cd "$here/kubectl" && CGO_ENABLED=0 go build -o "$here/../bin/kubectl" .)
+fi
