@@ -1,4 +1,49 @@
-// Package bus is kubebus's event bus on NATS JetStream: the API server
-// republishes every committed etcd revision here and every other component
-// reads the cluster's state from it. Only bus packages import nats.go.
+// Package bus is kubebus's event bus on NATS JetStream.
+//
+// The API server republishes every committed etcd revision under /registry
+// here, in revision order, and every other component builds its caches from
+// the bus instead of listing and watching the API server. Only bus packages
+// import nats.go.
+//
+// # Subjects
+//
+// One subject per object:
+//
+//	kube.<group>.<resource>.<namespace>.<name>
+//
+// <group> is "core" for the legacy group; <namespace> is "_" for
+// cluster-scoped objects. Tokens are escaped reversibly (see Escape): '%',
+// '.', '*', '>', whitespace and other bytes NATS treats specially become %XX,
+// so an object name with dots stays one token. Pods bound to a node are also
+// routed per node:
+//
+//	knode.<node>.<namespace>.<name>
+//
+// and a kubelet subscribes to knode.<its node>.> only.
+//
+// # Streams
+//
+//   - KUBE_HISTORY (kube.>, kbus.>): every event, retained by age and size
+//     (default 24h, 1 GiB). Message IDs are "r<revision>", so a retried
+//     publish is deduplicated, and the publisher fences with the expected
+//     last stream sequence, so two publishers cannot interleave.
+//   - KUBE_NODEPODS (knode.>): the per-node copy of pod events, same limits.
+//   - KUBE_STATE (kstate.>, kstatenode.>): the latest event per object (one
+//     message per subject); a DELETED event stays as a tombstone that expires
+//     after an hour. A new consumer rebuilds the current state of a resource
+//     from here without asking the API server.
+//
+// # Events and ordering
+//
+// Each message carries an Event (JSON) with the object as stored and its
+// previous state, and headers that let a consumer filter and check order
+// without decoding: Kube-Revision, Kube-Type, Kube-Resource, Kube-Chain-Prev.
+// Kube-Chain-Prev is the revision of the previous event on the same chain
+// (the same resource on KUBE_HISTORY, the same node on KUBE_NODEPODS), so a
+// consumer filtered to one resource can still tell "caught up" from "missed
+// something": every event's Kube-Chain-Prev must equal the revision of the
+// last event it saw on that chain. Control events on kbus.gap say the
+// publisher could not republish a range of revisions (etcd compacted them
+// while NATS was unreachable); the publisher then reseeds the state and
+// consumers heal from it.
 package bus

@@ -31,9 +31,7 @@ func Default(obj runtime.Object) {
 	case *corev1.Namespace:
 		defaultNamespace(o)
 	case *corev1.Secret:
-		if o.Type == "" {
-			o.Type = corev1.SecretTypeOpaque
-		}
+		defaultSecret(o)
 	case *schedulingv1.PriorityClass:
 		if o.PreemptionPolicy == nil {
 			o.PreemptionPolicy = new(corev1.PreemptLowerPriority)
@@ -59,6 +57,21 @@ func defaultNamespace(ns *corev1.Namespace) {
 		}
 		ns.Status.Phase = corev1.NamespaceActive
 	}
+}
+
+// defaultSecret makes a secret Opaque unless typed, and moves stringData,
+// which is write-only, into data; a key in both takes the stringData value.
+func defaultSecret(s *corev1.Secret) {
+	if s.Type == "" {
+		s.Type = corev1.SecretTypeOpaque
+	}
+	if len(s.StringData) > 0 && s.Data == nil {
+		s.Data = make(map[string][]byte, len(s.StringData))
+	}
+	for k, v := range s.StringData {
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
 }
 
 func hasFinalizer(list []corev1.FinalizerName, f corev1.FinalizerName) bool {

@@ -170,6 +170,17 @@ func TestDefaultKinds(t *testing.T) {
 			want: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Type: corev1.SecretTypeOpaque},
 		},
 		{
+			name: "secret stringData moves into data",
+			in: &corev1.Secret{
+				Data:       map[string][]byte{"user": []byte("old"), "host": []byte("db")},
+				StringData: map[string]string{"user": "admin", "password": "s3cret"},
+			},
+			want: &corev1.Secret{
+				Type: corev1.SecretTypeOpaque,
+				Data: map[string][]byte{"user": []byte("admin"), "host": []byte("db"), "password": []byte("s3cret")},
+			},
+		},
+		{
 			name: "secret keeps its type",
 			in:   &corev1.Secret{Type: corev1.SecretTypeTLS},
 			want: &corev1.Secret{Type: corev1.SecretTypeTLS},

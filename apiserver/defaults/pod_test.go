@@ -274,7 +274,7 @@ func TestDefaultIsIdempotent(t *testing.T) {
 		"service":        &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, SessionAffinity: corev1.ServiceAffinityClientIP, Ports: []corev1.ServicePort{{Port: 80}}}},
 		"headless":       &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}},
 		"namespace":      &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
-		"secret":         &corev1.Secret{},
+		"secret":         &corev1.Secret{StringData: map[string]string{"a": "b"}},
 		"endpoints":      &corev1.Endpoints{Subsets: []corev1.EndpointSubset{{Ports: []corev1.EndpointPort{{Port: 80}}}}},
 		"endpointslice":  minimalEndpointSlice(),
 		"priorityclass":  minimalPriorityClass(),
@@ -288,6 +288,35 @@ func TestDefaultIsIdempotent(t *testing.T) {
 			Default(obj)
 			if !apiequality.Semantic.DeepEqual(once, obj) {
 				t.Fatalf("second Default changed the object:\n%s", diff.Diff(once, obj))
+			}
+		})
+	}
+}
+
+func TestPullPolicy(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		image string
+		want  corev1.PullPolicy
+	}{
+		{"nginx", corev1.PullAlways},
+		{"nginx:latest", corev1.PullAlways},
+		{"library/nginx", corev1.PullAlways},
+		{"registry.example.com:5000/team/app", corev1.PullAlways},
+		{"localhost:5000/app:latest", corev1.PullAlways},
+		{"nginx:1.27", corev1.PullIfNotPresent},
+		{"registry.example.com:5000/team/app:v2", corev1.PullIfNotPresent},
+		{"nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullIfNotPresent},
+		{"nginx:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullAlways},
+		{"Registry.Example.com/app", corev1.PullAlways},
+		{"Nginx", corev1.PullIfNotPresent}, // not a valid reference
+		{"", corev1.PullIfNotPresent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.image, func(t *testing.T) {
+			t.Parallel()
+			if got := pullPolicy(tt.image); got != tt.want {
+				t.Fatalf("pullPolicy(%q) = %s, want %s", tt.image, got, tt.want)
 			}
 		})
 	}

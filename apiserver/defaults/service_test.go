@@ -130,32 +130,3 @@ func TestDefaultService(t *testing.T) {
 		})
 	}
 }
-
-func TestPullPolicy(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		image string
-		want  corev1.PullPolicy
-	}{
-		{"nginx", corev1.PullAlways},
-		{"nginx:latest", corev1.PullAlways},
-		{"library/nginx", corev1.PullAlways},
-		{"registry.example.com:5000/team/app", corev1.PullAlways},
-		{"localhost:5000/app:latest", corev1.PullAlways},
-		{"nginx:1.27", corev1.PullIfNotPresent},
-		{"registry.example.com:5000/team/app:v2", corev1.PullIfNotPresent},
-		{"nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullIfNotPresent},
-		{"nginx:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", corev1.PullAlways},
-		{"Registry.Example.com/app", corev1.PullAlways},
-		{"Nginx", corev1.PullIfNotPresent}, // not a valid reference
-		{"", corev1.PullIfNotPresent},
-	}
-	for _, tt := range tests {
-		t.Run(tt.image, func(t *testing.T) {
-			t.Parallel()
-			if got := pullPolicy(tt.image); got != tt.want {
-				t.Fatalf("pullPolicy(%q) = %s, want %s", tt.image, got, tt.want)
-			}
-		})
-	}
-}

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -17,7 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/util/proto"
+	protovalidation "k8s.io/kube-openapi/pkg/util/proto/validation"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/yaml"
 )
 
 // newServer serves the test documents and returns a discovery client for it.
@@ -138,6 +141,91 @@ func TestV2Protobuf(t *testing.T) {
 	}
 	if want := `"name":"a"`; !strings.Contains(string(patch), want) || strings.Contains(string(patch), "y:1") {
 		t.Errorf("patch %s should carry container a by merge key and leave b out", patch)
+	}
+}
+
+// lookupKind finds the model of a kind by its GVK extension, as kubectl's
+// openapi.Resources does.
+func lookupKind(models proto.Models, gvk schema.GroupVersionKind) proto.Schema {
+	for _, name := range models.ListModels() {
+		m := models.LookupModel(name)
+		list, _ := m.GetExtensions()[extGVK].([]any)
+		for _, e := range list {
+			g, _ := e.(map[any]any)
+			if g["group"] == gvk.Group && g["version"] == gvk.Version && g["kind"] == gvk.Kind {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+// TestV2ClientValidation runs kubectl's client-side validation (the v2
+// fallback used when the server does not validate fields) on manifests.
+func TestV2ClientValidation(t *testing.T) {
+	t.Parallel()
+	_, dc := newServer(t)
+	doc, err := dc.OpenAPISchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	models, err := proto.NewOpenAPIData(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web}, creationTimestamp: "2024-01-02T03:04:05Z"}
+spec:
+  replicas: %s
+  selector: {matchLabels: {app: web}}
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: "25%%", maxUnavailable: 1}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - %s
+        image: nginx
+        resources: {limits: {cpu: 500m, memory: 1Gi}}
+        ports: [{containerPort: 80}]
+`
+	tests := []struct {
+		name     string
+		manifest string
+		wantErr  string
+	}{
+		{"valid", fmt.Sprintf(deployment, "3", "name: web"), ""},
+		{"unknown field", fmt.Sprintf(deployment, "3", "name: web\n        imagePolicy: Always"), "imagePolicy"},
+		{"missing required", fmt.Sprintf(deployment, "3", "tty: true"), "name"},
+		{"wrong type", fmt.Sprintf(deployment, `"three"`, "name: web"), "replicas"},
+		{"pod", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}], nodeSelector: {a: b}}\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var obj map[string]any
+			if err := yaml.Unmarshal([]byte(tt.manifest), &obj); err != nil {
+				t.Fatal(err)
+			}
+			gv, err := schema.ParseGroupVersion(obj["apiVersion"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			model := lookupKind(models, gv.WithKind(obj["kind"].(string)))
+			if model == nil {
+				t.Fatalf("no model for %v %v", obj["apiVersion"], obj["kind"])
+			}
+			errs := protovalidation.ValidateModel(obj, model, obj["kind"].(string))
+			if tt.wantErr == "" {
+				if len(errs) > 0 {
+					t.Errorf("unexpected errors: %v", errs)
+				}
+				return
+			}
+			if len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), tt.wantErr) {
+				t.Errorf("errors %v, want one about %q", errs, tt.wantErr)
+			}
+		})
 	}
 }
 

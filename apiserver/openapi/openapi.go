@@ -83,8 +83,8 @@ func (l *lazy) get() (*encoded, error) {
 	return &l.doc, l.err
 }
 
-// ErrInvalidResource is wrapped by Build's errors about its input.
-var ErrInvalidResource = errors.New("openapi: invalid resource")
+// errInvalidResource is wrapped by Build's errors about its input.
+var errInvalidResource = errors.New("openapi: invalid resource")
 
 // Build reflects over the resources' Go types and encodes the v2 document,
 // the v3 index and one v3 document per group-version. It is meant to run
@@ -98,10 +98,10 @@ func Build(resources []Resource) (*Documents, error) {
 	for _, res := range resources {
 		gvr := res.GVK.GroupVersion().WithResource(res.Plural)
 		if err := res.validate(); err != nil {
-			return nil, fmt.Errorf("%w %s: %w", ErrInvalidResource, gvr, err)
+			return nil, fmt.Errorf("%w %s: %w", errInvalidResource, gvr, err)
 		}
 		if seen[gvr] {
-			return nil, fmt.Errorf("%w %s: listed twice", ErrInvalidResource, gvr)
+			return nil, fmt.Errorf("%w %s: listed twice", errInvalidResource, gvr)
 		}
 		seen[gvr] = true
 		gv := res.GVK.GroupVersion()
@@ -111,7 +111,7 @@ func Build(resources []Resource) (*Documents, error) {
 		}
 		items, err := pb.resource(res)
 		if err != nil {
-			return nil, fmt.Errorf("%w %s: %w", ErrInvalidResource, gvr, err)
+			return nil, fmt.Errorf("%w %s: %w", errInvalidResource, gvr, err)
 		}
 		byGV[gv] = append(byGV[gv], items...)
 	}

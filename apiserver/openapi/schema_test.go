@@ -253,8 +253,8 @@ func TestBuildRejects(t *testing.T) {
 			if err == nil {
 				t.Fatal("Build succeeded")
 			}
-			if tt.name != "unencodable field" && !errors.Is(err, ErrInvalidResource) {
-				t.Errorf("error %v does not wrap ErrInvalidResource", err)
+			if tt.name != "unencodable field" && !errors.Is(err, errInvalidResource) {
+				t.Errorf("error %v does not wrap errInvalidResource", err)
 			}
 		})
 	}

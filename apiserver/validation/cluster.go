@@ -184,8 +184,9 @@ func validateEvent(ev *corev1.Event) field.ErrorList {
 	reporter := field.NewPath("reportingComponent")
 	if ev.ReportingController == "" {
 		errs = append(errs, field.Required(reporter, ""))
+	} else {
+		errs = append(errs, validateQualifiedName(ev.ReportingController, reporter)...)
 	}
-	errs = append(errs, validateQualifiedName(ev.ReportingController, reporter)...)
 	for _, f := range []struct {
 		name  string
 		value string

@@ -1,0 +1,86 @@
+package bus
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+)
+
+// EventType says what happened to an object.
+type EventType string
+
+// Event types. Gap is a control event: revisions From..To could not be
+// republished.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	Gap      EventType = "GAP"
+)
+
+// Header names.
+const (
+	HeaderRevision  = "Kube-Revision"
+	HeaderType      = "Kube-Type"
+	HeaderResource  = "Kube-Resource"
+	HeaderChainPrev = "Kube-Chain-Prev"
+	HeaderHistSeq   = "Kube-History-Seq"
+)
+
+// Event is the message body on every object subject.
+type Event struct {
+	Type EventType `json:"type"`
+	// Revision is the etcd revision of the change; the object's
+	// resourceVersion after it (for DELETED: the deletion's revision).
+	Revision int64 `json:"revision"`
+	// PrevRevision is the revision of the previous event on the whole bus
+	// (0 for the first).
+	PrevRevision int64  `json:"prevRevision"`
+	Group        string `json:"group,omitempty"`
+	Resource     string `json:"resource"`
+	Namespace    string `json:"namespace,omitempty"`
+	Name         string `json:"name"`
+	// Object is the object as stored (JSON, without resourceVersion): the new
+	// state, or for DELETED the last state.
+	Object json.RawMessage `json:"object,omitempty"`
+	// Previous is the state before a MODIFIED change and its revision.
+	Previous         json.RawMessage `json:"previous,omitempty"`
+	PreviousRevision int64           `json:"previousRevision,omitempty"`
+	// From and To bound a GAP.
+	From int64 `json:"from,omitempty"`
+	To   int64 `json:"to,omitempty"`
+}
+
+// Key returns the event's object key.
+func (e *Event) Key() ObjectKey {
+	return ObjectKey{Group: e.Group, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}
+}
+
+// Decode parses a bus message body. It rejects messages that are not events.
+func Decode(data []byte) (*Event, error) {
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, fmt.Errorf("bus: decoding event: %w", err)
+	}
+	switch e.Type {
+	case Added, Modified, Deleted:
+		if e.Revision <= 0 || e.Resource == "" || e.Name == "" || len(e.Object) == 0 {
+			return nil, fmt.Errorf("bus: event %s at revision %d is incomplete", e.Type, e.Revision)
+		}
+	case Gap:
+		if e.From <= 0 || e.To < e.From {
+			return nil, fmt.Errorf("bus: gap event %d..%d is malformed", e.From, e.To)
+		}
+	default:
+		return nil, fmt.Errorf("bus: unknown event type %q", e.Type)
+	}
+	return &e, nil
+}
+
+// HeaderInt reads an integer header (0 when absent or malformed).
+func HeaderInt(h nats.Header, name string) int64 {
+	n, _ := strconv.ParseInt(h.Get(name), 10, 64)
+	return n
+}

@@ -1,0 +1,340 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebus/kubebus/bus"
+)
+
+// Config configures a Publisher.
+type Config struct {
+	Source  Source
+	Elector Elector
+	// JetStream is the bus connection (its NATS connection should reconnect
+	// forever; the publisher retries each message until it is stored).
+	JetStream jetstream.JetStream
+	Limits    bus.StreamLimits
+	Logger    *slog.Logger
+	Metrics   *Metrics
+}
+
+func (c *Config) validate() error {
+	if c.Source == nil || c.Elector == nil || c.JetStream == nil {
+		return errors.New("publish: Source, Elector and JetStream are required")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
+	return nil
+}
+
+// Publisher republishes etcd changes while it leads.
+type Publisher struct {
+	cfg Config
+	js  jetstream.JetStream
+	log *slog.Logger
+	m   *Metrics
+
+	// cursor, valid while leading
+	lastRev int64
+	lastSeq uint64
+	chains  map[string]int64 // chain filter -> revision of its last event
+	floor   int64            // chains unknown to the map start after this revision
+}
+
+// New builds a Publisher.
+func New(cfg Config) (*Publisher, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Publisher{cfg: cfg, js: cfg.JetStream, log: cfg.Logger, m: cfg.Metrics}, nil
+}
+
+// errFenced: another publisher wrote to the stream; this one must stop.
+var errFenced = errors.New("publish: another publisher is writing; stepping down")
+
+// Run campaigns and, while leading, publishes, until ctx ends.
+func (p *Publisher) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		done, resign, err := p.cfg.Elector.Campaign(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			p.log.Warn("publisher campaign failed; retrying", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		p.log.Info("publisher leading")
+		p.m.leader.Set(1)
+		lctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-done:
+				cancel()
+			case <-lctx.Done():
+			}
+		}()
+		err = p.lead(lctx)
+		cancel()
+		p.m.leader.Set(0)
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = resign(rctx)
+		rcancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		p.log.Warn("publisher stopped leading", "err", err)
+		sleep(ctx, 500*time.Millisecond)
+	}
+	return nil
+}
+
+// lead publishes until leadership or ctx is lost.
+func (p *Publisher) lead(ctx context.Context) error {
+	if err := retry(ctx, p.log, "ensuring streams", func() error { return bus.EnsureStreams(ctx, p.js, p.cfg.Limits) }); err != nil {
+		return err
+	}
+	if err := retry(ctx, p.log, "reading the stream cursor", func() error { return p.loadCursor(ctx) }); err != nil {
+		return err
+	}
+	p.log.Info("publisher resuming", "lastRevision", p.lastRev, "lastSequence", p.lastSeq)
+	for ctx.Err() == nil {
+		from := p.lastRev
+		if from == 0 {
+			from = 1
+		}
+		changes, wait := p.cfg.Source.Changes(ctx, from)
+		for ch := range changes {
+			if err := p.publish(ctx, ch); err != nil {
+				return err
+			}
+		}
+		err := wait()
+		if errors.Is(err, ErrCompacted) {
+			if err := p.reseed(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.log.Warn("etcd watch ended; resuming", "err", err)
+		sleep(ctx, 200*time.Millisecond)
+	}
+	return ctx.Err()
+}
+
+// loadCursor reads the last published revision and stream sequence.
+func (p *Publisher) loadCursor(ctx context.Context) error {
+	st, err := p.js.Stream(ctx, bus.HistoryStream)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", bus.HistoryStream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("reading %s info: %w", bus.HistoryStream, err)
+	}
+	p.lastRev, p.lastSeq, p.chains, p.floor = 0, info.State.LastSeq, map[string]int64{}, 0
+	if info.State.LastSeq == 0 {
+		return nil
+	}
+	msg, err := st.GetMsg(ctx, info.State.LastSeq)
+	if err != nil {
+		return fmt.Errorf("reading the last message of %s: %w", bus.HistoryStream, err)
+	}
+	p.lastRev = bus.HeaderInt(msg.Header, bus.HeaderRevision)
+	return nil
+}
+
+// objectKey parses /registry/<group>/<resource>/[<namespace>/]<name>.
+func objectKey(key string) (bus.ObjectKey, bool) {
+	rest, ok := strings.CutPrefix(key, "/registry/")
+	if !ok {
+		return bus.ObjectKey{}, false
+	}
+	parts := strings.Split(rest, "/")
+	var k bus.ObjectKey
+	switch len(parts) {
+	case 3:
+		k = bus.ObjectKey{Group: parts[0], Resource: parts[1], Name: parts[2]}
+	case 4:
+		k = bus.ObjectKey{Group: parts[0], Resource: parts[1], Namespace: parts[2], Name: parts[3]}
+	default:
+		return bus.ObjectKey{}, false
+	}
+	if k.Group == "core" {
+		k.Group = ""
+	}
+	for _, s := range parts {
+		if s == "" {
+			return bus.ObjectKey{}, false
+		}
+	}
+	return k, true
+}
+
+// publish writes one change to every stream it belongs on.
+func (p *Publisher) publish(ctx context.Context, ch Change) error {
+	start := time.Now()
+	k, ok := objectKey(ch.Key)
+	if !ok {
+		p.m.skipped.Inc()
+		p.log.Warn("not publishing a key outside the object layout", "key", ch.Key, "revision", ch.Revision)
+		return nil
+	}
+	ev := bus.Event{Revision: ch.Revision, PrevRevision: p.lastRev, Group: k.Group, Resource: k.Resource, Namespace: k.Namespace, Name: k.Name}
+	switch {
+	case ch.Delete:
+		ev.Type, ev.Object, ev.PreviousRevision = bus.Deleted, ch.Prev, ch.PrevRevision
+	case len(ch.Prev) == 0:
+		ev.Type, ev.Object = bus.Added, ch.Value
+	default:
+		ev.Type, ev.Object, ev.Previous, ev.PreviousRevision = bus.Modified, ch.Value, ch.Prev, ch.PrevRevision
+	}
+	if len(ev.Object) == 0 || !json.Valid(ev.Object) || (len(ev.Previous) > 0 && !json.Valid(ev.Previous)) {
+		p.m.skipped.Inc()
+		p.log.Warn("not publishing a value that is not JSON", "key", ch.Key, "revision", ch.Revision)
+		return nil
+	}
+	data, err := json.Marshal(&ev)
+	if err != nil {
+		return fmt.Errorf("encoding revision %d: %w", ch.Revision, err)
+	}
+	if ch.Revision > p.lastRev {
+		resChain := bus.ResourceFilter(k.Group, k.Resource, "")
+		prev, err := p.chainPrev(ctx, bus.HistoryStream, resChain)
+		if err != nil {
+			return err
+		}
+		msg := eventMsg(bus.HistorySubject(k), &ev, data, prev)
+		if err := p.publishHistory(ctx, msg, ch.Revision, ""); err != nil {
+			return err
+		}
+		p.chains[resChain] = ch.Revision
+	}
+	if k.Group == "" && k.Resource == "pods" {
+		if err := p.publishNode(ctx, k, ch, &ev, data); err != nil {
+			return err
+		}
+	}
+	sm := eventMsg(bus.StateSubject(k), &ev, data, 0)
+	sm.Header.Set(bus.HeaderHistSeq, strconv.FormatUint(p.lastSeq, 10))
+	if err := p.publishState(ctx, sm, ch.Revision, ev.Type == bus.Deleted); err != nil {
+		return err
+	}
+	p.m.published.Inc()
+	p.m.lastRevision.Set(float64(ch.Revision))
+	p.m.latency.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+func eventMsg(subject string, ev *bus.Event, data []byte, chainPrev int64) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Data = data
+	m.Header.Set(bus.HeaderRevision, strconv.FormatInt(ev.Revision, 10))
+	m.Header.Set(bus.HeaderType, string(ev.Type))
+	if ev.Resource != "" {
+		m.Header.Set(bus.HeaderResource, ev.Key().GroupResource())
+	}
+	m.Header.Set(bus.HeaderChainPrev, strconv.FormatInt(chainPrev, 10))
+	return m
+}
+
+// publishHistory appends msg to KUBE_HISTORY fenced on the last sequence.
+func (p *Publisher) publishHistory(ctx context.Context, msg *nats.Msg, rev int64, idSuffix string) error {
+	id := "r" + strconv.FormatInt(rev, 10) + idSuffix
+	return retry(ctx, p.log, "publishing revision "+strconv.FormatInt(rev, 10), func() error {
+		ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequence(p.lastSeq))
+		if err != nil {
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+				return permanent(p.checkFence(ctx, rev))
+			}
+			return err
+		}
+		if ack.Duplicate {
+			// Stored before (a retry whose ack was lost): the stream holds it.
+			if err := p.loadCursorKeepChains(ctx); err != nil {
+				return err
+			}
+			return nil
+		}
+		p.lastSeq, p.lastRev = ack.Sequence, rev
+		return nil
+	})
+}
+
+// checkFence decides what a wrong-last-sequence answer means.
+func (p *Publisher) checkFence(ctx context.Context, rev int64) error {
+	if err := p.loadCursorKeepChains(ctx); err != nil {
+		return err
+	}
+	if p.lastRev >= rev {
+		return errFenced
+	}
+	return fmt.Errorf("publish: stream moved under revision %d (now at %d): %w", rev, p.lastRev, errFenced)
+}
+
+func (p *Publisher) loadCursorKeepChains(ctx context.Context) error {
+	chains, floor := p.chains, p.floor
+	err := p.loadCursor(ctx)
+	p.chains, p.floor = chains, floor
+	return err
+}
+
+// chainPrev returns the revision of the last event on a chain (a subject
+// filter of a stream), loading it from the stream the first time.
+func (p *Publisher) chainPrev(ctx context.Context, stream, filter string) (int64, error) {
+	if rev, ok := p.chains[filter]; ok {
+		return rev, nil
+	}
+	var rev int64
+	err := retry(ctx, p.log, "reading chain "+filter, func() error {
+		st, err := p.js.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		msg, err := st.GetLastMsgForSubject(ctx, filter)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			rev = 0
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rev = bus.HeaderInt(msg.Header, bus.HeaderRevision)
+		return nil
+	})
+	if rev < p.floor {
+		rev = p.floor
+	}
+	p.chains[filter] = rev
+	return rev, err
+}
+
+// publishState writes the latest state of an object (idempotent).
+func (p *Publisher) publishState(ctx context.Context, msg *nats.Msg, rev int64, tombstone bool) error {
+	opts := []jetstream.PublishOpt{jetstream.WithMsgID("r" + strconv.FormatInt(rev, 10) + "/" + msg.Subject)}
+	if tombstone {
+		opts = append(opts, jetstream.WithMsgTTL(bus.TombstoneTTL))
+	}
+	return retry(ctx, p.log, "publishing state of revision "+strconv.FormatInt(rev, 10), func() error {
+		_, err := p.js.PublishMsg(ctx, msg, opts...)
+		return err
+	})
+}

@@ -1,0 +1,92 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebus/kubebus/bus"
+)
+
+// reseed handles revisions etcd compacted before they were published: it
+// rewrites KUBE_STATE from a fresh etcd read (every object, and a tombstone
+// for every object the state stream knows that no longer exists), then
+// publishes a GAP event on KUBE_HISTORY naming the lost range, and resumes
+// after the read's revision.
+func (p *Publisher) reseed(ctx context.Context) error {
+	rev, kvs, err := p.cfg.Source.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("reseeding: reading etcd: %w", err)
+	}
+	p.m.gaps.Inc()
+	p.log.Error("etcd compacted revisions the bus never received; reseeding the state stream", "from", p.lastRev+1, "to", rev)
+	live := map[string]bool{}
+	for _, kv := range kvs {
+		k, ok := objectKey(kv.Key)
+		if !ok || !json.Valid(kv.Value) {
+			continue
+		}
+		ev := bus.Event{Type: bus.Modified, Revision: kv.Revision, Group: k.Group, Resource: k.Resource, Namespace: k.Namespace, Name: k.Name, Object: kv.Value}
+		data, _ := json.Marshal(&ev)
+		subj := bus.StateSubject(k)
+		live[subj] = true
+		if err := p.publishState(ctx, eventMsg(subj, &ev, data, 0), rev, false); err != nil {
+			return err
+		}
+		if node := podNode(kv.Value); node != "" && k.Group == "" && k.Resource == "pods" {
+			ns := bus.StateNodeSubject(node, k.Namespace, k.Name)
+			live[ns] = true
+			if err := p.publishState(ctx, eventMsg(ns, &ev, data, 0), rev, false); err != nil {
+				return err
+			}
+		}
+	}
+	if err := p.tombstoneMissing(ctx, live, rev); err != nil {
+		return err
+	}
+	gap := bus.Event{Type: bus.Gap, Revision: rev, PrevRevision: p.lastRev, From: p.lastRev + 1, To: rev}
+	data, _ := json.Marshal(&gap)
+	if err := p.publishHistory(ctx, eventMsg(bus.GapSubject, &gap, data, 0), rev, "/gap"); err != nil {
+		return err
+	}
+	// Every chain restarts after the gap.
+	p.chains, p.floor = map[string]int64{}, rev
+	return nil
+}
+
+// tombstoneMissing writes a DELETED tombstone for every state subject whose
+// object is gone.
+func (p *Publisher) tombstoneMissing(ctx context.Context, live map[string]bool, rev int64) error {
+	st, err := p.js.Stream(ctx, bus.StateStream)
+	if err != nil {
+		return err
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(">"))
+	if err != nil {
+		return fmt.Errorf("listing state subjects: %w", err)
+	}
+	for subj := range info.State.Subjects {
+		if live[subj] {
+			continue
+		}
+		msg, err := st.GetLastMsgForSubject(ctx, subj)
+		if err != nil {
+			continue
+		}
+		ev, err := bus.Decode(msg.Data)
+		if err != nil || ev.Type == bus.Deleted {
+			continue
+		}
+		ev.Type, ev.Revision, ev.Previous = bus.Deleted, rev, nil
+		data, _ := json.Marshal(ev)
+		m := eventMsg(subj, ev, data, 0)
+		m.Header.Set(bus.HeaderRevision, strconv.FormatInt(rev, 10))
+		if err := p.publishState(ctx, m, rev, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+// Package e2e holds end-to-end scenarios that start the real kubebus binary
+// and drive it with the stock kubectl and client-go, asserting the behaviour
+// an upstream Kubernetes API server would show. Every test is named
+// TestIntegration... and skips under -short; the manifests live in testdata.
+package e2e
