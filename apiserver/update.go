@@ -127,6 +127,10 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 			}
 		}
 	}
+	if rv == "" {
+		// An unconditional update applies to the stored version.
+		rv = om.GetResourceVersion()
+	}
 	nm.SetResourceVersion(rv)
 	nm.SetNamespace(om.GetNamespace())
 	nm.SetUID(om.GetUID())
@@ -142,6 +146,9 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 				return apierrors.NewForbidden(res.GroupResource(), om.GetName(), errors.New("no new finalizers can be added if the object is being deleted"))
 			}
 		}
+	}
+	if res.PrepareForUpdate != nil && sub == "" {
+		res.PrepareForUpdate(obj, old)
 	}
 	if res.Default != nil {
 		res.Default(obj)

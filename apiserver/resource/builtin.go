@@ -45,6 +45,7 @@ func Builtin() []*Resource {
 			Subresources: []Subresource{Status},
 			New:          func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} },
 			PrepareForCreate: func(o runtime.Object) { o.(*corev1.Service).Status = corev1.ServiceStatus{} },
+			PrepareForUpdate: keepServiceAllocations,
 			Fields: func(o runtime.Object) fields.Set {
 				s := o.(*corev1.Service)
 				return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
@@ -145,4 +146,25 @@ func selectorString(ls *metav1.LabelSelector) string {
 		return ""
 	}
 	return sel.String()
+}
+
+// keepServiceAllocations keeps the cluster IPs and node ports a PUT leaves
+// out, as upstream does, so `kubectl replace` of a manifest works.
+func keepServiceAllocations(obj, old runtime.Object) {
+	s, o := obj.(*corev1.Service), old.(*corev1.Service)
+	if s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) == 0 {
+		s.Spec.ClusterIP, s.Spec.ClusterIPs = o.Spec.ClusterIP, append([]string(nil), o.Spec.ClusterIPs...)
+	}
+	if s.Spec.Type == o.Spec.Type {
+		for i := range s.Spec.Ports {
+			if s.Spec.Ports[i].NodePort != 0 {
+				continue
+			}
+			for _, op := range o.Spec.Ports {
+				if op.Port == s.Spec.Ports[i].Port && op.Protocol == s.Spec.Ports[i].Protocol {
+					s.Spec.Ports[i].NodePort = op.NodePort
+				}
+			}
+		}
+	}
 }

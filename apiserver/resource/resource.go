@@ -46,6 +46,9 @@ type Resource struct {
 	// PrepareForCreate resets what a client may not set on create, such as
 	// status (may be nil).
 	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate carries over what an update may leave out, such as
+	// allocated addresses (may be nil).
+	PrepareForUpdate func(obj, old runtime.Object)
 	// Validate checks a new object; ValidateUpdate checks a change.
 	Validate       func(obj runtime.Object) field.ErrorList
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList

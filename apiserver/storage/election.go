@@ -39,7 +39,9 @@ func (s *Store) Campaign(ctx context.Context, name, id string, ttlSeconds int) (
 }
 
 // IsRegistryKey reports whether a key holds an object (and so is published).
-func IsRegistryKey(key string) bool { return len(key) > len(RegistryPrefix) && key[:len(RegistryPrefix)] == RegistryPrefix }
+func IsRegistryKey(key string) bool {
+	return len(key) > len(RegistryPrefix) && key[:len(RegistryPrefix)] == RegistryPrefix
+}
 
 // RegistryPrefix is the prefix of every object key.
 const RegistryPrefix = "/registry/"

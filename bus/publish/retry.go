@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"time"
-
 )
 
 type permanentError struct{ err error }
