@@ -120,6 +120,7 @@ func (s *Server) createObject(ctx context.Context, res *resource.Resource, obj r
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetManagedFields(nil)
+	recordManager(ctx, res, obj, nil, "")
 	m.SetSelfLink("")
 	m.SetGeneration(0)
 	if res.HasGeneration {

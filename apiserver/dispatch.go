@@ -69,7 +69,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	ctx := r.Context()
+	ctx := withManager(r.Context(), managerOf(r))
+	r = r.WithContext(ctx)
 	attrs := auth.Attributes{
 		User: auth.UserFrom(ctx), Verb: ri.Verb, APIGroup: ri.Group, Resource: ri.Resource,
 		Subresource: ri.Subresource, Namespace: ri.Namespace, Name: ri.Name,

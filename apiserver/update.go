@@ -76,6 +76,13 @@ func (s *Server) guaranteedUpdate(ctx context.Context, res *resource.Resource, n
 		if err != nil {
 			return updateResult{}, err
 		}
+		if !bytes.Equal(data, kv.Value) {
+			// A real change: record who made it and encode again.
+			recordManager(ctx, res, desired, cur, sub)
+			if data, err = encodeForStorage(res, desired); err != nil {
+				return updateResult{}, err
+			}
+		}
 		if bytes.Equal(data, kv.Value) || isDryRun {
 			dm.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
 			return updateResult{obj: desired}, nil
@@ -138,7 +145,7 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 	nm.SetDeletionTimestamp(om.GetDeletionTimestamp())
 	nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	nm.SetGeneration(om.GetGeneration())
-	nm.SetManagedFields(nil)
+	nm.SetManagedFields(om.GetManagedFields())
 	nm.SetSelfLink("")
 	if om.GetDeletionTimestamp() != nil && len(nm.GetFinalizers()) > len(om.GetFinalizers()) {
 		for _, f := range nm.GetFinalizers() {

@@ -22,6 +22,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/bus/publish"
 )
 
 // Options configure one API server.
@@ -85,6 +86,20 @@ func Run(ctx context.Context, o Options) error {
 	if o.NATSURL != "" {
 		url := o.NATSURL
 		checks["nats"] = func(ctx context.Context) error { return bus.Ping(ctx, url) }
+		nc, js, err := bus.Connect(o.NATSURL, "kubebus-apiserver")
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		pub, err := publish.New(publish.Config{Source: storeSource{store}, Elector: newElector(store), JetStream: js,
+			Logger: o.Logger.With("component", "publisher"), Metrics: publish.NewMetrics(metrics.Registry)})
+		if err != nil {
+			return err
+		}
+		pctx, stopPub := context.WithCancel(ctx)
+		pubDone := make(chan struct{})
+		go func() { defer close(pubDone); _ = pub.Run(pctx) }()
+		defer func() { stopPub(); <-pubDone }()
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: store, Resources: resources, Logger: o.Logger, Metrics: metrics,

@@ -119,12 +119,12 @@ func TestIntegrationAPIServers(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, wnt := range want {
-			ev := nextEvent(t, w, 20*time.Second)
+			ev := nextWatchEvent(t, w, 20*time.Second)
 			if ev.Type != wnt.typ || eventRV(t, ev) != wnt.rv || eventName(t, ev) != "watched" {
 				t.Fatalf("event %d on #2 = %s %s rv %s; want %s watched rv %s", i, ev.Type, eventName(t, ev), eventRV(t, ev), wnt.typ, wnt.rv)
 			}
 		}
-		ev := nextEvent(t, w, 20*time.Second)
+		ev := nextWatchEvent(t, w, 20*time.Second)
 		if ev.Type != watch.Deleted || eventName(t, ev) != "watched" {
 			t.Fatalf("event on #2 = %s %s; want DELETED watched", ev.Type, eventName(t, ev))
 		}

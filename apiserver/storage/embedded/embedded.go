@@ -20,6 +20,9 @@ type Config struct {
 	PeerPort   int    // 0 picks a free port
 	// ProgressNotifyInterval makes etcd send progress marks on idle watches.
 	ProgressNotifyInterval time.Duration
+	// CompactionRetention is etcd's periodic compaction window ("5m" when
+	// empty, "0" to keep all history).
+	CompactionRetention string
 }
 
 // Etcd is a running embedded member.
@@ -44,7 +47,10 @@ func Start(ctx context.Context, cfg Config) (*Etcd, error) {
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	ec.AutoCompactionMode = "periodic"
-	ec.AutoCompactionRetention = "5m"
+	ec.AutoCompactionRetention = cfg.CompactionRetention
+	if ec.AutoCompactionRetention == "" {
+		ec.AutoCompactionRetention = "5m"
+	}
 	ec.QuotaBackendBytes = 8 << 30
 	if cfg.ProgressNotifyInterval > 0 {
 		ec.WatchProgressNotifyInterval = cfg.ProgressNotifyInterval

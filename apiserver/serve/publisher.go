@@ -1,0 +1,79 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/kubebus/kubebus/apiserver/storage"
+	"github.com/kubebus/kubebus/bus/publish"
+)
+
+// storeSource adapts the etcd store to the publisher's Source.
+type storeSource struct{ store *storage.Store }
+
+func (s storeSource) Changes(ctx context.Context, from int64) (<-chan publish.Change, func() error) {
+	w := s.store.Watch(ctx, storage.RegistryPrefix, from)
+	out := make(chan publish.Change, 256)
+	var werr error
+	go func() {
+		defer close(out)
+		for ev := range w.Events {
+			if ev.Type == storage.Progress {
+				continue
+			}
+			c := publish.Change{Delete: ev.Type == storage.Delete, Revision: ev.Revision, Key: ev.KV.Key, Value: ev.KV.Value, Prev: ev.Prev.Value, PrevRevision: ev.Prev.ModRevision}
+			select {
+			case out <- c:
+			case <-ctx.Done():
+				werr = ctx.Err()
+				return
+			}
+		}
+		werr = w.Err()
+		if errors.Is(werr, storage.ErrCompacted) {
+			werr = fmt.Errorf("%w: %v", publish.ErrCompacted, werr)
+		}
+	}()
+	return out, func() error { return werr }
+}
+
+func (s storeSource) Snapshot(ctx context.Context) (int64, []publish.KeyValue, error) {
+	var kvs []publish.KeyValue
+	var rev int64
+	start := ""
+	for {
+		page, err := s.store.List(ctx, storage.RegistryPrefix, start, rev, 1000)
+		if err != nil {
+			return 0, nil, err
+		}
+		rev = page.Revision
+		for _, kv := range page.KVs {
+			kvs = append(kvs, publish.KeyValue{Key: kv.Key, Value: kv.Value, Revision: kv.ModRevision})
+		}
+		if !page.More || len(page.KVs) == 0 {
+			return rev, kvs, nil
+		}
+		start = page.KVs[len(page.KVs)-1].Key + "\x00"
+	}
+}
+
+// storeElector runs the publisher election in etcd.
+type storeElector struct {
+	store *storage.Store
+	id    string
+}
+
+func newElector(store *storage.Store) storeElector {
+	host, _ := os.Hostname()
+	return storeElector{store: store, id: fmt.Sprintf("%s-%d", host, os.Getpid())}
+}
+
+func (e storeElector) Campaign(ctx context.Context) (<-chan struct{}, func(context.Context) error, error) {
+	l, err := e.store.Campaign(ctx, "bus-publisher", e.id, 5)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.Done, l.Resign, nil
+}
