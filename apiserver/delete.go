@@ -227,7 +227,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, ri RequestInfo, 
 		return err
 	}
 	code := http.StatusOK
-	if !result.deleted {
+	if !result.deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
 	if result.deleted && res.GVK.Kind != "Pod" {

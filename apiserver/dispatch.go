@@ -121,8 +121,14 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri RequestInfo
 			}
 			return s.create(w, r, ri, res)
 		case "update":
+			if ri.Name == "" {
+				return notAllowed
+			}
 			return s.update(w, r, ri, res, "")
 		case "patch":
+			if ri.Name == "" {
+				return notAllowed
+			}
 			return s.patch(w, r, ri, res, "")
 		case "delete":
 			return s.delete(w, r, ri, res)

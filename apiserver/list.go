@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubebus/kubebus/apiserver/resource"
 )
@@ -120,6 +122,10 @@ func parseListRequest(res *resource.Resource, r *http.Request, prefix string) (l
 	case "", string(metav1.ResourceVersionMatchNotOlderThan), string(metav1.ResourceVersionMatchExact):
 	default:
 		return lr, apierrors.NewBadRequest(fmt.Sprintf("resourceVersionMatch must be NotOlderThan or Exact, not %q", match))
+	}
+	if match != "" && (rv == "" || (rv == "0" && match == string(metav1.ResourceVersionMatchExact))) {
+		return lr, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", field.ErrorList{
+			field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch is forbidden unless resourceVersion is provided (and not 0 for Exact)")})
 	}
 	if c := q.Get("continue"); c != "" {
 		if rv != "" && rv != "0" {

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -10,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubebus/kubebus/apiserver/resource"
 )
@@ -60,15 +63,21 @@ func applyPatch(pr patchRequest, current []byte, schemaObj any) ([]byte, error) 
 	switch pr.typ {
 	case types.JSONPatchType:
 		var p jsonpatch.Patch
-		p, err = jsonpatch.DecodePatch(pr.body)
-		if err == nil {
-			out, err = p.Apply(current)
+		if p, err = jsonpatch.DecodePatch(pr.body); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch is not a valid JSON patch: %v", err))
 		}
+		out, err = p.Apply(current)
 	case types.MergePatchType:
+		if !json.Valid(pr.body) {
+			return nil, apierrors.NewBadRequest("the patch is not valid JSON")
+		}
 		out, err = jsonpatch.MergePatch(current, pr.body)
 	case types.StrategicMergePatchType:
 		var patchMap map[string]any
-		if err = json.Unmarshal(pr.body, &patchMap); err == nil {
+		if err = json.Unmarshal(pr.body, &patchMap); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch is not valid JSON: %v", err))
+		}
+		{
 			var curMap map[string]any
 			if err = json.Unmarshal(current, &curMap); err == nil {
 				var merged map[string]any
@@ -80,7 +89,11 @@ func applyPatch(pr patchRequest, current []byte, schemaObj any) ([]byte, error) 
 		}
 	}
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
+		var se apierrors.APIStatus
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(pr.body), err.Error())})
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
 	"github.com/kubebus/kubebus/apiserver/resource"
@@ -114,15 +116,15 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 	switch resource.Subresource(sub) {
 	case resource.Status:
 		// Only status changes; everything else stays as stored.
-		st := fieldValue(obj, "Status")
+		src := obj.DeepCopyObject()
 		copyInto(obj, old)
-		if st.IsValid() {
+		if st := fieldValue(src, "Status"); st.IsValid() {
 			fieldValue(obj, "Status").Set(st)
 		}
 	case resource.Finalize:
-		sp := fieldValue(obj, "Spec")
+		src := obj.DeepCopyObject()
 		copyInto(obj, old)
-		if sp.IsValid() {
+		if sp := fieldValue(src, "Spec"); sp.IsValid() {
 			fieldValue(obj, "Spec").Set(sp)
 		}
 	case resource.Binding:
@@ -150,7 +152,8 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 	if om.GetDeletionTimestamp() != nil && len(nm.GetFinalizers()) > len(om.GetFinalizers()) {
 		for _, f := range nm.GetFinalizers() {
 			if !contains(om.GetFinalizers(), f) {
-				return apierrors.NewForbidden(res.GroupResource(), om.GetName(), errors.New("no new finalizers can be added if the object is being deleted"))
+				return invalid(res, om.GetName(), field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
+					fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", f))})
 			}
 		}
 	}

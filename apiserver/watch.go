@@ -153,6 +153,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 	if flusher != nil {
 		flusher.Flush()
 	}
+	// safeRev is the newest revision every event up to which was sent:
+	// a bookmark may carry it.
+	safeRev := wr.fromRevision - 1
+	bookmarked := int64(-1)
 	timeout := time.NewTimer(wr.timeout)
 	defer timeout.Stop()
 	var tick <-chan time.Time
@@ -168,7 +172,15 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 		case <-timeout.C:
 			return nil
 		case <-tick:
+			// Ask etcd for a newer safe point; until it answers (it will not
+			// while the watch starts in the future), re-announce the one we have.
 			_ = watcher.RequestProgress()
+			if bookmarked < safeRev {
+				if err := sendBookmark(safeRev, false); err != nil {
+					return nil
+				}
+				bookmarked = safeRev
+			}
 		case ev, ok := <-watcher.Events:
 			if !ok {
 				if errors.Is(watcher.Err(), storage.ErrCompacted) {
@@ -179,13 +191,18 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 				return nil
 			}
 			if ev.Type == storage.Progress {
-				if wr.bookmarks && ev.Revision > 0 {
-					if err := sendBookmark(ev.Revision, false); err != nil {
+				if ev.Revision > safeRev {
+					safeRev = ev.Revision
+				}
+				if wr.bookmarks && safeRev > bookmarked {
+					if err := sendBookmark(safeRev, false); err != nil {
 						return nil
 					}
+					bookmarked = safeRev
 				}
 				continue
 			}
+			safeRev = ev.Revision
 			typ, obj, err := s.convertEvent(res, wr.sel, ev)
 			if err != nil {
 				s.log.WarnContext(ctx, "skipping undecodable watch event", "key", ev.KV.Key, "err", err)
@@ -231,10 +248,10 @@ func (s *Server) convertEvent(res *resource.Resource, sel selection, ev storage.
 		return watch.Modified, cur, nil
 	}
 	curOK := sel.matches(res, cur)
+	var prev runtime.Object
 	prevOK := false
 	if ev.Prev.Key != "" {
-		prev, err := decodeStored(res, ev.Prev)
-		if err != nil {
+		if prev, err = decodeStored(res, ev.Prev); err != nil {
 			return "", nil, err
 		}
 		prevOK = sel.matches(res, prev)
@@ -245,7 +262,10 @@ func (s *Server) convertEvent(res *resource.Resource, sel selection, ev storage.
 	case curOK:
 		return watch.Added, cur, nil
 	case prevOK:
-		return watch.Deleted, cur, nil
+		// Leaving the selection: the last matching state, at this revision.
+		m, _ := meta.Accessor(prev)
+		m.SetResourceVersion(strconv.FormatInt(ev.Revision, 10))
+		return watch.Deleted, prev, nil
 	}
 	return "", nil, nil
 }

@@ -190,8 +190,10 @@ func (r *registry) addFields(s *jsonSchema, t reflect.Type, docs map[string]stri
 		}
 		s.Properties[name] = fs
 		// Without +optional markers to read, a field is taken as required
-		// when encoding/json always writes it and it is not a pointer.
-		if !hasOption(opts, "omitempty") && !hasOption(opts, "omitzero") && f.Type.Kind() != reflect.Pointer {
+		// when encoding/json always writes it, as upstream's generator does
+		// for fields without +optional (DeploymentSpec.selector, a pointer,
+		// is required).
+		if !hasOption(opts, "omitempty") && !hasOption(opts, "omitzero") {
 			s.Required = append(s.Required, name)
 		}
 	}

@@ -144,7 +144,7 @@ func TestStructRules(t *testing.T) {
 			t.Errorf("property %q should not exist", absent)
 		}
 	}
-	wantRequired := []string{"shadow", "plain", "NoTag", "leaf"}
+	wantRequired := []string{"shadow", "plain", "ptr", "NoTag", "leaf"}
 	if !slices.Equal(s.Required, wantRequired) {
 		t.Errorf("required = %v, want %v", s.Required, wantRequired)
 	}

@@ -3,10 +3,16 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"google.golang.org/grpc/metadata"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
+
+var watchSeq atomic.Uint64
 
 // EventType says what happened to a key.
 type EventType int
@@ -53,6 +59,10 @@ func (w *Watcher) RequestProgress() error {
 // Watch streams every change of keys under prefix from revision from
 // (inclusive) on. When from is 0 it starts after the current revision.
 func (s *Store) Watch(ctx context.Context, prefix string, from int64) *Watcher {
+	// Each watch gets a gRPC stream of its own (distinct metadata): etcd
+	// withholds progress marks on a stream while any of its watches starts in
+	// the future, so a shared stream would starve every watch of bookmarks.
+	ctx = metadata.AppendToOutgoingContext(ctx, "kubebus-watch", strconv.FormatUint(watchSeq.Add(1), 10))
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify()}
 	if from > 0 {

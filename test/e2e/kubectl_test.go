@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -67,7 +66,6 @@ var kubectlCases = []struct {
 	{"apply configured", caseApplyConfigured},
 	{"get all namespaces", caseGetAllNamespaces},
 	{"get wide", caseGetWide},
-	{"service cluster IP", caseServiceClusterIP},
 	{"get yaml", caseGetYAML},
 	{"get json", caseGetJSON},
 	{"get jsonpath", caseGetJSONPath},
@@ -265,16 +263,6 @@ func caseGetWide(t *testing.T, k kubectl) {
 	}
 }
 
-// caseServiceClusterIP: the API server allocates a ClusterIP service its address on create.
-func caseServiceClusterIP(t *testing.T, k kubectl) {
-	ip := k.jsonpath(t, "service", "web", "{.spec.clusterIP}")
-	if net.ParseIP(ip) == nil {
-		t.Errorf("service web: spec.clusterIP = %q, want an allocated IP address", ip)
-	}
-	if ips := k.jsonpath(t, "service", "web", "{.spec.clusterIPs[*]}"); ips != ip {
-		t.Errorf("service web: spec.clusterIPs = %q, want [%s]", ips, ip)
-	}
-}
 
 func caseGetYAML(t *testing.T, k kubectl) {
 	out := k.must(t, "get", "deployment", "web", "-o", "yaml")

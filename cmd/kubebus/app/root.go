@@ -48,5 +48,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.AddCommand(newServerCmd(g), newAPIServerCmd(g))
+	root.AddCommand(newTapCmd(g))
 	return root
 }

@@ -1,0 +1,316 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebus/kubebus/bus"
+)
+
+const (
+	fetchBatch = 256 // messages per pull request
+	ackEvery   = 64  // ack (AckAll) at least this often within a batch
+)
+
+// errLostDelivery: the consumer delivered a message this informer never
+// received (a delivery sequence was skipped); it must be recreated.
+var errLostDelivery = errors.New("informer: a delivery was lost")
+
+// open looks up the durable consumer or, when it is gone or must restart,
+// recreates it at the message after the last one applied.
+func (i *Informer[T]) open(ctx context.Context) error {
+	ctx, cancel := apiCtx(ctx)
+	defer cancel()
+	if !i.recreate {
+		c, err := i.live.Consumer(ctx, i.durable)
+		switch {
+		case err == nil:
+			if created := c.CachedInfo().Created; !created.Equal(i.created) {
+				return fmt.Errorf("%w: %s was recreated at %s", ErrDurableConflict, i.durable, created.Format(time.RFC3339Nano))
+			}
+			i.cons = c
+			return nil
+		case !errors.Is(err, jetstream.ErrConsumerNotFound):
+			return fmt.Errorf("opening consumer %s: %w", i.durable, err)
+		}
+		i.log.Warn("the durable consumer is gone; recreating it", "from", i.applied+1)
+	}
+	if err := i.live.DeleteConsumer(ctx, i.durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("deleting consumer %s: %w", i.durable, err)
+	}
+	c, err := i.live.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:           i.durable,
+		Description:       "kubebus informer",
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       i.applied + 1,
+		AckPolicy:         jetstream.AckAllPolicy,
+		AckWait:           30 * time.Second,
+		MaxDeliver:        -1,
+		FilterSubjects:    i.cfg.liveFilters(),
+		InactiveThreshold: time.Hour,
+	})
+	if err != nil {
+		return fmt.Errorf("creating consumer %s: %w", i.durable, err)
+	}
+	i.cons, i.created, i.dseq, i.recreate = c, c.CachedInfo().Created, 0, false
+	return nil
+}
+
+// follow reads the live stream until ctx ends.
+func (i *Informer[T]) follow(ctx context.Context) error {
+	wait := min(max(i.cfg.CheckInterval, 100*time.Millisecond), 5*time.Second)
+	var b backoff
+	var lastCheck time.Time
+	failures := 0
+	fail := func(what string, err error) {
+		failures++
+		i.log.Debug("bus call failed", "what", what, "err", err, "attempt", failures)
+		if failures == 3 || failures%50 == 0 {
+			i.log.Warn("bus unavailable; retrying", "what", what, "err", err, "attempt", failures)
+		}
+		b.wait(ctx)
+	}
+	for ctx.Err() == nil {
+		if i.cons == nil {
+			if err := i.open(ctx); err != nil {
+				if errors.Is(err, ErrDurableConflict) {
+					return err
+				}
+				fail("opening the live consumer", err)
+				continue
+			}
+			i.count.inc(outReopen)
+			i.log.Debug("live consumer reopened", "applied", i.applied)
+		}
+		if time.Since(lastCheck) >= i.cfg.CheckInterval {
+			if err := i.check(ctx); err != nil {
+				if errors.Is(err, ErrDurableConflict) {
+					return err
+				}
+				fail("checking the stream", err)
+				continue
+			}
+			lastCheck = time.Now()
+			if i.cons == nil {
+				continue
+			}
+		}
+		err := i.fetch(ctx, wait)
+		i.m.observe(i.Revision(), i.store.len())
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, errLostDelivery):
+			i.log.Debug("a delivery was lost; recreating the consumer", "from", i.applied+1)
+			i.cons, i.recreate = nil, true
+		case err != nil:
+			i.cons = nil
+			fail("reading the live stream", err)
+		default:
+			failures = 0
+			b.reset()
+		}
+	}
+	return nil
+}
+
+// fetch pulls one batch and handles its messages as they arrive.
+func (i *Informer[T]) fetch(ctx context.Context, wait time.Duration) error {
+	batch, err := i.cons.Fetch(fetchBatch, jetstream.FetchMaxWait(wait))
+	if err != nil {
+		return err
+	}
+	var last jetstream.Msg
+	unacked := 0
+	ack := func() {
+		if last != nil && unacked > 0 {
+			_ = last.Ack() // AckAll: everything up to it; a lost ack means a redelivery we skip
+			unacked = 0
+		}
+	}
+	defer ack()
+	msgs := batch.Messages()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case msg, ok := <-msgs:
+			if !ok {
+				return batch.Error()
+			}
+			if err := i.handle(ctx, msg); err != nil {
+				return err
+			}
+			last = msg
+			if unacked++; unacked >= ackEvery {
+				ack()
+			}
+		}
+	}
+}
+
+// handle checks a delivery's sequences and processes it once.
+func (i *Informer[T]) handle(ctx context.Context, msg jetstream.Msg) error {
+	md, err := msg.Metadata()
+	if err != nil {
+		i.count.inc(outMalformed)
+		return nil
+	}
+	if md.Sequence.Consumer > i.dseq+1 {
+		return errLostDelivery
+	}
+	i.dseq = md.Sequence.Consumer
+	if seq := md.Sequence.Stream; seq <= i.applied {
+		i.count.inc(outRedelivered)
+	} else {
+		i.applied = seq
+		if err := i.process(ctx, msg.Subject(), msg.Headers(), msg.Data()); err != nil {
+			return err
+		}
+	}
+	if !i.synced.Load() && (md.NumPending == 0 || md.Sequence.Stream >= i.syncTarget) {
+		i.markSynced()
+	}
+	return nil
+}
+
+// process checks a live message's place in its chain and applies it.
+func (i *Informer[T]) process(ctx context.Context, subject string, h nats.Header, data []byte) error {
+	if subject == bus.GapSubject {
+		ev, err := bus.Decode(data)
+		if err != nil || ev.Type != bus.Gap {
+			i.count.inc(outMalformed)
+			i.log.Warn("skipping a malformed gap event", "err", err)
+			return nil
+		}
+		if ev.Revision <= i.gapRev {
+			return nil // healed already
+		}
+		i.gapRev = ev.Revision
+		return i.heal(ctx, "gap-event", "from", ev.From, "to", ev.To)
+	}
+	rev := bus.HeaderInt(h, bus.HeaderRevision)
+	if rev <= 0 {
+		i.count.inc(outMalformed)
+		i.log.Warn("skipping a message without a revision", "subject", subject)
+		return nil
+	}
+	expected := i.chain.last
+	if prev := bus.HeaderInt(h, bus.HeaderChainPrev); !i.chain.next(prev, rev) {
+		i.count.gap("chain")
+		i.log.Warn("missed events: the chain is broken; resyncing", "subject", subject, "revision", rev,
+			"chainPrev", prev, "expected", expected)
+		if err := i.resync(ctx, "chain"); err != nil {
+			return err
+		}
+	}
+	ev, obj, haveObj, err := i.decode(data)
+	switch {
+	case errors.Is(err, errNotOurs):
+		return nil
+	case err == nil && ev.Revision != rev:
+		err = fmt.Errorf("event revision %d under header revision %d", ev.Revision, rev)
+	}
+	if err != nil {
+		i.count.inc(outMalformed)
+		i.log.Warn("skipping a malformed event", "subject", subject, "revision", rev, "err", err)
+		return nil
+	}
+	i.applyEvent(ev, obj, haveObj)
+	return nil
+}
+
+// applyEvent applies one event to the cache and tells the handlers.
+func (i *Informer[T]) applyEvent(ev *bus.Event, obj T, haveObj bool) {
+	i.bumpRev(ev.Revision)
+	c, ok := i.store.apply(objKey{ev.Namespace, ev.Name}, ev.Type, obj, haveObj, ev.Revision)
+	if !ok {
+		i.count.inc(outStale)
+		i.log.Debug("stale event skipped", "type", ev.Type, "namespace", ev.Namespace, "name", ev.Name, "revision", ev.Revision)
+		return
+	}
+	i.count.inc(outApplied)
+	i.log.Debug("event applied", "type", ev.Type, "namespace", ev.Namespace, "name", ev.Name, "revision", ev.Revision)
+	i.notify(c)
+}
+
+// heal counts a gap and rebuilds the cache from the state stream; the
+// chain restarts with the next event.
+func (i *Informer[T]) heal(ctx context.Context, reason string, attrs ...any) error {
+	i.count.gap(reason)
+	i.log.Warn("missed events; resyncing", append([]any{"reason", reason}, attrs...)...)
+	if err := i.resync(ctx, reason); err != nil {
+		return err
+	}
+	i.chain.restart()
+	return nil
+}
+
+// check asks whether the durable is still this informer's, whether unread
+// messages were evicted by the stream's limits, and whether the publisher
+// announced a gap this informer has not healed from (a node's pods are not
+// on KUBE_HISTORY, so a node informer learns of gaps only here).
+func (i *Informer[T]) check(ctx context.Context) error {
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	ci, err := i.cons.Info(actx)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		i.cons = nil // reopen recreates it
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading consumer %s: %w", i.durable, err)
+	case !ci.Created.Equal(i.created):
+		return fmt.Errorf("%w: %s was recreated at %s", ErrDurableConflict, i.durable, ci.Created.Format(time.RFC3339Nano))
+	}
+	i.m.setPending(ci.NumPending)
+	info, err := i.live.Info(actx)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", i.cfg.liveStream(), err)
+	}
+	if first := info.State.FirstSeq; first > max(i.applied, i.baseline)+1 {
+		evicted, err := i.lostToEviction(actx)
+		if err != nil {
+			return err
+		}
+		if evicted {
+			if err := i.heal(ctx, "evicted", "firstSeq", first, "applied", i.applied); err != nil {
+				return err
+			}
+		}
+		i.baseline = max(i.baseline, first-1)
+	}
+	gapRev, err := lastGap(actx, i.hist)
+	if err != nil {
+		return err
+	}
+	if gapRev > i.gapRev {
+		i.gapRev = gapRev
+		return i.heal(ctx, "gap-event", "revision", gapRev)
+	}
+	return nil
+}
+
+// lostToEviction decides whether messages evicted before this informer
+// read them may have been on its chain. When the chain is followed and
+// the chain's newest message is still stored, nothing is lost for good:
+// either it was applied, or the chain check will flag the hole when it
+// arrives.
+func (i *Informer[T]) lostToEviction(ctx context.Context) (bool, error) {
+	if !i.chain.known {
+		return true, nil
+	}
+	_, err := i.live.GetLastMsgForSubject(ctx, i.cfg.liveFilter())
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return true, nil
+	default:
+		return false, fmt.Errorf("reading the last message of %s: %w", i.cfg.liveFilter(), err)
+	}
+}

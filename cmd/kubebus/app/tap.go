@@ -1,0 +1,89 @@
+package app
+
+import (
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubebus/kubebus/bus/tap"
+)
+
+func newTapCmd(g *globals) *cobra.Command {
+	var (
+		fl  tap.Flags
+		lag bool
+	)
+	cmd := &cobra.Command{
+		Use:   "tap",
+		Short: "Tail every change in the cluster, read straight from the bus",
+		Long: `Print the changes the API server republished on the bus (the KUBE_HISTORY
+JetStream stream), one row per change, with a field-level diff under every
+MODIFIED row. A GAP line says a range of revisions was never published.
+
+Without --since, tap follows from now; with --follow=false it prints the
+whole retained history and exits. --since takes an etcd revision (replay
+from that revision, inclusive) or a duration (replay what was stored in it).
+
+tap is read-only: it never publishes and creates no durable consumer.`,
+		Example: `  kubebus tap
+  kubebus tap --resource deployments.apps -n default --type MODIFIED
+  kubebus tap --resource pods -l app=web --since 10m
+  kubebus tap --since 1200 --follow=false -o json
+  kubebus tap lag`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if lag {
+				return tap.Lag(cmd.Context(), fl.URL, cmd.OutOrStdout())
+			}
+			all, _ := cmd.Flags().GetBool("all-namespaces")
+			fl.AllNamespaces = all && cmd.Flags().Changed("all-namespaces")
+			cfg, err := fl.Config(isTerminal(cmd.OutOrStdout()))
+			if err != nil {
+				return err
+			}
+			cfg.Logger = g.logger()
+			return tap.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+		},
+	}
+	cmd.PersistentFlags().StringVar(&fl.URL, "nats-url", tap.DefaultURL, "NATS server URL")
+	f := cmd.Flags()
+	f.StringVar(&fl.Resource, "resource", "", "only this resource: pods, deployments.apps, apps/deployments or a short name")
+	f.StringVarP(&fl.Namespace, "namespace", "n", "", "only this namespace")
+	f.BoolP("all-namespaces", "A", true, "every namespace")
+	f.StringVarP(&fl.Selector, "selector", "l", "", "label selector, matched against the object's labels (e.g. app=web,tier!=db)")
+	f.StringVar(&fl.Name, "name", "", "only objects with this name")
+	f.StringVar(&fl.Types, "type", "", "only these event types: ADDED,MODIFIED,DELETED")
+	f.StringVar(&fl.Since, "since", "", "start at an etcd revision (e.g. 1200) or a duration ago (e.g. 10m)")
+	f.BoolVarP(&fl.Follow, "follow", "f", true, "keep printing new changes; --follow=false prints what is stored and exits")
+	f.StringVarP(&fl.Output, "output", "o", "table", "output format: table, json (one object per line) or yaml")
+	f.BoolVar(&fl.NoColor, "no-color", false, "never colour the diff")
+	f.BoolVar(&lag, "lag", false, "print consumer lag instead (same as 'kubebus tap lag')")
+	cmd.AddCommand(newTapLagCmd(&fl))
+	return cmd
+}
+
+func newTapLagCmd(fl *tap.Flags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "lag",
+		Short: "Show how far every durable consumer of the bus is behind",
+		Long: `For every durable consumer on KUBE_HISTORY and KUBE_NODEPODS print its
+filter, how many messages it has still to process (undelivered plus
+unacknowledged), the age of the oldest one it has not acknowledged, and the
+revision at its ack floor; the most behind first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return tap.Lag(cmd.Context(), fl.URL, cmd.OutOrStdout())
+		},
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,174 @@
+package harness
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kubebus/kubebus/apiserver/storage/embedded"
+	"github.com/kubebus/kubebus/bus/natsserver"
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StartEtcd runs an etcd member in the test process that keeps all history.
+func StartEtcd(t testing.TB) *embedded.Etcd {
+	t.Helper()
+	e, err := embedded.Start(context.Background(), embedded.Config{Dir: filepath.Join(t.TempDir(), "etcd"), CompactionRetention: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// NATS is a NATS server in the test process that can be restarted on the
+// same port and store.
+type NATS struct {
+	Port  int
+	Dir   string
+	s     *natsserver.Server
+	t     testing.TB
+	alive bool
+}
+
+// StartNATS runs a JetStream server on a free port.
+func StartNATS(t testing.TB) *NATS {
+	t.Helper()
+	n := &NATS{Port: FreePort(t), Dir: filepath.Join(t.TempDir(), "nats"), t: t}
+	n.Start()
+	t.Cleanup(n.Stop)
+	return n
+}
+
+// URL is the client URL.
+func (n *NATS) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.Port) }
+
+// Start (re)starts the server.
+func (n *NATS) Start() {
+	s, err := natsserver.Start(natsserver.Config{StoreDir: n.Dir, Port: n.Port})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.s, n.alive = s, true
+}
+
+// Stop shuts the server down.
+func (n *NATS) Stop() {
+	if n.alive {
+		n.s.Shutdown()
+		n.alive = false
+	}
+}
+
+// APIServer is a `kubebus apiserver` process.
+type APIServer struct {
+	URL    string
+	Port   int
+	args   []string
+	cmd    *exec.Cmd
+	done   chan struct{}
+	logs   *lockedBuffer
+	pkiDir string
+}
+
+// StartAPIServer runs `kubebus apiserver` against etcd and NATS with
+// certificates from pkiDir and waits until /readyz answers.
+func StartAPIServer(t testing.TB, etcdURL, natsURL, pkiDir string) *APIServer {
+	t.Helper()
+	a := &APIServer{Port: FreePort(t), logs: &lockedBuffer{}, pkiDir: pkiDir}
+	a.URL = fmt.Sprintf("https://127.0.0.1:%d", a.Port)
+	a.args = []string{"apiserver", "--etcd-servers", etcdURL, "--nats-url", natsURL, "--pki-dir", pkiDir,
+		"--secure-port", fmt.Sprint(a.Port), "--write-kubeconfig", filepath.Join(pkiDir, fmt.Sprintf("kubeconfig-%d", a.Port))}
+	a.Start(t)
+	t.Cleanup(func() {
+		a.Stop()
+		if t.Failed() {
+			t.Logf("apiserver %d logs:\n%s", a.Port, tail(a.logs.String(), 60))
+		}
+	})
+	return a
+}
+
+// Kubeconfig is the admin kubeconfig this API server wrote.
+func (a *APIServer) Kubeconfig() string {
+	return filepath.Join(a.pkiDir, fmt.Sprintf("kubeconfig-%d", a.Port))
+}
+
+// Start (re)starts the process and waits for /readyz.
+func (a *APIServer) Start(t testing.TB) {
+	t.Helper()
+	a.cmd = exec.Command(Binary(t), a.args...)
+	a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a.done = make(chan struct{})
+	go func() { _ = a.cmd.Wait(); close(a.done) }()
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness probe only
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := client.Get(a.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-a.done:
+			t.Fatalf("apiserver exited:\n%s", tail(a.logs.String(), 40))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("apiserver not ready:\n%s", tail(a.logs.String(), 40))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Kill sends SIGKILL and waits.
+func (a *APIServer) Kill() {
+	if a.cmd != nil && a.cmd.Process != nil {
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	}
+}
+
+// Stop sends SIGTERM and waits.
+func (a *APIServer) Stop() {
+	if a.cmd == nil || a.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-a.done:
+		return
+	default:
+	}
+	_ = a.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-a.done:
+	case <-time.After(20 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	}
+}
+
+// Logs returns the process output so far.
+func (a *APIServer) Logs() string { return a.logs.String() }
