@@ -18,6 +18,8 @@ const (
 	Modified EventType = "MODIFIED"
 	Deleted  EventType = "DELETED"
 	Gap      EventType = "GAP"
+	// Progress says every object change up to Revision is on the bus.
+	Progress EventType = "PROGRESS"
 )
 
 // Header names.
@@ -39,9 +41,9 @@ type Event struct {
 	// (0 for the first).
 	PrevRevision int64  `json:"prevRevision"`
 	Group        string `json:"group,omitempty"`
-	Resource     string `json:"resource"`
+	Resource     string `json:"resource,omitempty"`
 	Namespace    string `json:"namespace,omitempty"`
-	Name         string `json:"name"`
+	Name         string `json:"name,omitempty"`
 	// Object is the object as stored (JSON, without resourceVersion): the new
 	// state, or for DELETED the last state.
 	Object json.RawMessage `json:"object,omitempty"`
@@ -72,6 +74,10 @@ func Decode(data []byte) (*Event, error) {
 	case Gap:
 		if e.From <= 0 || e.To < e.From {
 			return nil, fmt.Errorf("bus: gap event %d..%d is malformed", e.From, e.To)
+		}
+	case Progress:
+		if e.Revision <= 0 {
+			return nil, fmt.Errorf("bus: progress event without a revision")
 		}
 	default:
 		return nil, fmt.Errorf("bus: unknown event type %q", e.Type)

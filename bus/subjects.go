@@ -20,6 +20,11 @@ const (
 	stateNodePrefix = "kstatenode"
 	// GapSubject carries control events about revisions that could not be republished.
 	GapSubject = "kbus.gap"
+	// NodeGapSubject repeats gap events on KUBE_NODEPODS for kubelets.
+	NodeGapSubject = "knode._gap"
+	// ProgressSubject carries the revision an idle publisher has checked
+	// through, so its resume point advances past revisions of non-object keys.
+	ProgressSubject = "kbus.progress"
 )
 
 // ClusterScope is the namespace token of cluster-scoped objects.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/kubebus/kubebus/apiserver/storage"
 	"github.com/kubebus/kubebus/bus/publish"
@@ -19,11 +20,22 @@ func (s storeSource) Changes(ctx context.Context, from int64) (<-chan publish.Ch
 	var werr error
 	go func() {
 		defer close(out)
-		for ev := range w.Events {
-			if ev.Type == storage.Progress {
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			var ev storage.Event
+			var ok bool
+			select {
+			case <-tick.C:
+				_ = w.RequestProgress()
 				continue
+			case ev, ok = <-w.Events:
 			}
-			c := publish.Change{Delete: ev.Type == storage.Delete, Revision: ev.Revision, Key: ev.KV.Key, Value: ev.KV.Value, Prev: ev.Prev.Value, PrevRevision: ev.Prev.ModRevision}
+			if !ok {
+				break
+			}
+			c := publish.Change{Progress: ev.Type == storage.Progress, Delete: ev.Type == storage.Delete, Created: ev.Created,
+				Revision: ev.Revision, Key: ev.KV.Key, Value: ev.KV.Value, Prev: ev.Prev.Value, PrevRevision: ev.Prev.ModRevision}
 			select {
 			case out <- c:
 			case <-ctx.Done():

@@ -53,6 +53,8 @@ type Publisher struct {
 	lastSeq uint64
 	chains  map[string]int64 // chain filter -> revision of its last event
 	floor   int64            // chains unknown to the map start after this revision
+
+	lastProgress time.Time
 }
 
 // New builds a Publisher.
@@ -119,6 +121,12 @@ func (p *Publisher) lead(ctx context.Context) error {
 		}
 		changes, wait := p.cfg.Source.Changes(ctx, from)
 		for ch := range changes {
+			if ch.Progress {
+				if err := p.progress(ctx, ch.Revision); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := p.publish(ctx, ch); err != nil {
 				return err
 			}
@@ -201,7 +209,12 @@ func (p *Publisher) publish(ctx context.Context, ch Change) error {
 	switch {
 	case ch.Delete:
 		ev.Type, ev.Object, ev.PreviousRevision = bus.Deleted, ch.Prev, ch.PrevRevision
-	case len(ch.Prev) == 0:
+		if len(ev.Object) == 0 {
+			// etcd no longer holds the deleted value (compacted): the key is
+			// still enough for consumers to drop the object.
+			ev.Object = skeleton(k)
+		}
+	case ch.Created:
 		ev.Type, ev.Object = bus.Added, ch.Value
 	default:
 		ev.Type, ev.Object, ev.Previous, ev.PreviousRevision = bus.Modified, ch.Value, ch.Prev, ch.PrevRevision
@@ -241,6 +254,30 @@ func (p *Publisher) publish(ctx context.Context, ch Change) error {
 	p.m.lastRevision.Set(float64(ch.Revision))
 	p.m.latency.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// skeleton is the smallest object JSON naming k.
+func skeleton(k bus.ObjectKey) json.RawMessage {
+	m := map[string]any{"metadata": map[string]string{"name": k.Name, "namespace": k.Namespace}}
+	data, _ := json.Marshal(m)
+	return data
+}
+
+// progressEvery bounds how often an idle publisher records progress.
+const progressEvery = 30 * time.Second
+
+// progress records on KUBE_HISTORY that every object change up to rev is
+// published, when nothing else moved the cursor for a while, so a restart
+// resumes after revisions of keys that are not objects (the election's)
+// instead of from a revision etcd may have compacted.
+func (p *Publisher) progress(ctx context.Context, rev int64) error {
+	if rev <= p.lastRev || time.Since(p.lastProgress) < progressEvery {
+		return nil
+	}
+	p.lastProgress = time.Now()
+	ev := bus.Event{Type: bus.Progress, Revision: rev, PrevRevision: p.lastRev}
+	data, _ := json.Marshal(&ev)
+	return p.publishHistory(ctx, eventMsg(bus.ProgressSubject, &ev, data, 0), rev, "/progress")
 }
 
 func eventMsg(subject string, ev *bus.Event, data []byte, chainPrev int64) *nats.Msg {

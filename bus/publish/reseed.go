@@ -52,6 +52,9 @@ func (p *Publisher) reseed(ctx context.Context) error {
 	if err := p.publishHistory(ctx, eventMsg(bus.GapSubject, &gap, data, 0), rev, "/gap"); err != nil {
 		return err
 	}
+	if err := p.publishPlain(ctx, eventMsg(bus.NodeGapSubject, &gap, data, 0), "r"+strconv.FormatInt(rev, 10)+"/nodegap"); err != nil {
+		return err
+	}
 	// Every chain restarts after the gap.
 	p.chains, p.floor = map[string]int64{}, rev
 	return nil

@@ -23,7 +23,10 @@ var ErrCompacted = errors.New("publish: revision compacted")
 
 // Change is one committed change of one key.
 type Change struct {
+	// Progress marks carry only Revision: every change up to it was sent.
+	Progress     bool
 	Delete       bool
+	Created      bool // the key did not exist before
 	Revision     int64
 	Key          string
 	Value        []byte // new value (empty for a delete)

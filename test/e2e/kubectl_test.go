@@ -263,7 +263,6 @@ func caseGetWide(t *testing.T, k kubectl) {
 	}
 }
 
-
 func caseGetYAML(t *testing.T, k kubectl) {
 	out := k.must(t, "get", "deployment", "web", "-o", "yaml")
 	var d appsv1.Deployment
