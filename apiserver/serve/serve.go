@@ -39,6 +39,8 @@ type Options struct {
 	// Kubeconfig, when set, is written for the admin user.
 	Kubeconfig string
 	Logger     *slog.Logger
+	// BusLimits bound the bus's history streams.
+	BusLimits bus.StreamLimits
 	// Listening, when set, receives the bound address once serving.
 	Listening chan<- string
 }
@@ -91,7 +93,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		defer nc.Close()
-		pub, err := publish.New(publish.Config{Source: storeSource{store}, Elector: newElector(store), JetStream: js,
+		pub, err := publish.New(publish.Config{Source: storeSource{store}, Elector: newElector(store), JetStream: js, Limits: o.BusLimits,
 			Logger: o.Logger.With("component", "publisher"), Metrics: publish.NewMetrics(metrics.Registry)})
 		if err != nil {
 			return err

@@ -71,10 +71,27 @@ type Server struct {
 	Dir        string
 	Kubeconfig string
 	URL        string
+	NATSURL    string
 	args       []string
 	cmd        *exec.Cmd
 	done       chan struct{}
 	logs       *lockedBuffer
+	mu         sync.Mutex
+}
+
+// BusURL returns the embedded NATS URL the server printed.
+func (s *Server) BusURL(t testing.TB) string {
+	t.Helper()
+	var u string
+	Eventually(t, 10*time.Second, func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if u = s.NATSURL; u == "" {
+			return fmt.Errorf("the server has not printed its bus URL")
+		}
+		return nil
+	})
+	return u
 }
 
 type lockedBuffer struct {
@@ -94,7 +111,10 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-var readyLine = regexp.MustCompile(`kubebus is ready at (https://\S+)`)
+var (
+	readyLine = regexp.MustCompile(`kubebus is ready at (https://\S+)`)
+	busLine   = regexp.MustCompile(`^\s+bus: (nats://\S+)`)
+)
 
 // StartServer starts `kubebus server` on free loopback ports with a fresh
 // data directory (or dir, when given) and waits until it is ready.
@@ -134,6 +154,11 @@ func (s *Server) start(t testing.TB) {
 		for sc.Scan() {
 			line := sc.Text()
 			s.logs.Write([]byte(line + "\n"))
+			if m := busLine.FindStringSubmatch(line); m != nil {
+				s.mu.Lock()
+				s.NATSURL = m[1]
+				s.mu.Unlock()
+			}
 			if m := readyLine.FindStringSubmatch(line); m != nil {
 				select {
 				case ready <- m[1]:

@@ -1,7 +1,12 @@
 package app
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kubebus/kubebus/bus"
 
 	"github.com/kubebus/kubebus/apiserver/serve"
 )
@@ -26,7 +31,14 @@ Several API servers may share one etcd; they are stateless.`,
 	f.StringVar(&o.PKIDir, "pki-dir", "", "directory holding (or receiving) the CA and serving certificate")
 	f.StringVar(&o.Kubeconfig, "write-kubeconfig", "", "write an admin kubeconfig here")
 	f.StringSliceVar(&o.Hosts, "tls-hosts", []string{"localhost", "127.0.0.1", "::1"}, "names in the serving certificate")
+	addBusFlags(f, &o.BusLimits)
 	_ = cmd.MarkFlagRequired("etcd-servers")
 	_ = cmd.MarkFlagRequired("pki-dir")
 	return cmd
+}
+
+// addBusFlags registers the bus stream limits.
+func addBusFlags(f *pflag.FlagSet, l *bus.StreamLimits) {
+	f.DurationVar(&l.MaxAge, "bus-history-max-age", 24*time.Hour, "how long the bus keeps history")
+	f.Int64Var(&l.MaxBytes, "bus-history-max-bytes", 1<<30, "how many bytes of history the bus keeps")
 }

@@ -9,10 +9,12 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/serve"
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
+	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/natsserver"
 )
 
 type serverOptions struct {
+	bus        bus.StreamLimits
 	dataDir    string
 	port       int
 	etcdPort   int
@@ -60,14 +62,14 @@ Restarting with the same --data-dir keeps every object.`,
 			go func() {
 				select {
 				case addr := <-listening:
-					fmt.Fprintf(cmd.OutOrStdout(), "kubebus is ready at https://%s\n  export KUBECONFIG=%s\n", addr, kubeconfig)
+					fmt.Fprintf(cmd.OutOrStdout(), "kubebus is ready at https://%s\n  export KUBECONFIG=%s\n  bus: %s\n", addr, kubeconfig, ns.URL())
 				case <-ctx.Done():
 				}
 			}()
 			return serve.Run(ctx, serve.Options{
 				EtcdServers: []string{etcd.Endpoint}, NATSURL: ns.URL(),
 				BindAddress: o.bind, Port: o.port, PKIDir: filepath.Join(dir, "pki"),
-				Kubeconfig: kubeconfig, Logger: log, Listening: listening,
+				Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus,
 			})
 		},
 	}
@@ -77,6 +79,7 @@ Restarting with the same --data-dir keeps every object.`,
 	f.IntVar(&o.port, "secure-port", 6443, "API server HTTPS port (0 picks a free one)")
 	f.IntVar(&o.etcdPort, "etcd-client-port", 2379, "embedded etcd client port on 127.0.0.1 (0 picks a free one)")
 	f.IntVar(&o.etcdPeer, "etcd-peer-port", 2380, "embedded etcd peer port on 127.0.0.1 (0 picks a free one)")
+	addBusFlags(f, &o.bus)
 	f.IntVar(&o.natsPort, "nats-port", 4222, "embedded NATS port on 127.0.0.1 (-1 picks a free one)")
 	return cmd
 }
