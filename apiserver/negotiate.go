@@ -29,6 +29,7 @@ const (
 type output struct {
 	kind      outputKind
 	yaml      bool
+	protobuf  bool
 	tableGV   string // meta.k8s.io/v1 or meta.k8s.io/v1beta1
 	includeOb metav1.IncludeObjectPolicy
 }
@@ -46,11 +47,14 @@ func negotiate(r *http.Request) (output, error) {
 			continue
 		}
 		switch mt {
-		case "application/json", "*/*", "application/*", "application/yaml":
+		case "application/json", "*/*", "application/*", "application/yaml", protobufMediaType:
 		default:
 			continue
 		}
-		o := output{yaml: mt == "application/yaml"}
+		o := output{yaml: mt == "application/yaml", protobuf: mt == protobufMediaType}
+		if o.protobuf && params["as"] != "" {
+			continue // tables and metadata are served as JSON only
+		}
 		switch params["as"] {
 		case "":
 			return o, nil
@@ -84,8 +88,14 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(data)
 }
 
-// writeOut writes v in the negotiated encoding (JSON or YAML).
+// writeOut writes v in the negotiated encoding (JSON, YAML or protobuf).
 func writeOut(w http.ResponseWriter, out output, code int, v any) {
+	if out.protobuf {
+		if obj, ok := v.(runtime.Object); ok {
+			writeProtobuf(w, code, obj)
+			return
+		}
+	}
 	if !out.yaml {
 		writeJSON(w, code, v)
 		return

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"runtime/debug"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -39,6 +42,8 @@ type Config struct {
 	MaxMutatingRequestsInFlight int
 	// Mount adds routes (OpenAPI, logs proxy) to the router.
 	Mount []func(chi.Router)
+	// Profiling serves /debug/pprof, as upstream's --profiling does.
+	Profiling bool
 	// WatchBookmarkInterval is how often watches that allow bookmarks get one.
 	WatchBookmarkInterval time.Duration
 }
@@ -86,6 +91,9 @@ type Server struct {
 	readOnly chan struct{}
 	mutating chan struct{}
 	handler  http.Handler
+
+	hubsMu sync.Mutex
+	hubs   map[*resource.Resource]*hub
 }
 
 // New builds a server from cfg.
@@ -96,6 +104,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, store: cfg.Store, log: cfg.Logger,
 		byGVR:    map[schema.GroupVersionResource]*resource.Resource{},
+		hubs:     map[*resource.Resource]*hub{},
 		readOnly: make(chan struct{}, cfg.MaxRequestsInFlight),
 		mutating: make(chan struct{}, cfg.MaxMutatingRequestsInFlight),
 	}
@@ -128,6 +137,13 @@ func (s *Server) routes() http.Handler {
 	r.Get("/apis/{group}/{version}", s.serveResourceList)
 	r.Handle("/api/v1/*", http.HandlerFunc(s.serveResource))
 	r.Handle("/apis/{group}/{version}/*", http.HandlerFunc(s.serveResource))
+	if s.cfg.Profiling {
+		r.HandleFunc("/debug/pprof/*", pprof.Index)
+		r.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	}
 	for _, m := range s.cfg.Mount {
 		m(r)
 	}
@@ -199,3 +215,5 @@ func (s *Server) limit(verb string) (release func(), err error) {
 		return nil, apierrors.NewTooManyRequests("too many requests in flight, please try again later", 1)
 	}
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,60 +104,115 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 		initialRev, _ = strconv.ParseInt(lm.ResourceVersion, 10, 64)
 		wr.fromRevision = initialRev + 1
 	}
-	watcher := s.store.Watch(ctx, prefix, wr.fromRevision)
-	defer watcher.Stop()
-
 	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "application/json")
+	if out.protobuf {
+		w.Header().Set("Content-Type", protobufMediaType+";stream=watch")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
-	send := func(typ watch.EventType, obj runtime.Object) error {
-		v, err := render(res, out, []runtime.Object{obj}, nil, listMetaOf(obj))
-		if err != nil {
-			return err
-		}
-		if err := enc.Encode(watchEvent{Type: typ, Object: v}); err != nil {
-			return err
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return nil
-	}
-	sendBookmark := func(rev int64, initialEnd bool) error {
-		b := res.New()
-		m, _ := meta.Accessor(b)
-		m.SetResourceVersion(strconv.FormatInt(rev, 10))
-		if initialEnd {
-			m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-		}
-		setTypeMeta(res, b)
-		if err := enc.Encode(watchEvent{Type: watch.Bookmark, Object: b}); err != nil {
-			return err
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return nil
-	}
+	ww := &watchWriter{w: w, flusher: flusher, enc: json.NewEncoder(w), res: res, out: out}
 	for _, obj := range initial {
-		if err := send(watch.Added, obj); err != nil {
+		if err := ww.send(watch.Added, obj, nil); err != nil {
 			return nil
 		}
 	}
 	if wr.initialEndMrk {
-		if err := sendBookmark(initialRev, true); err != nil {
+		if err := ww.bookmark(initialRev, true); err != nil {
 			return nil
 		}
 	}
-	if flusher != nil {
-		flusher.Flush()
+	ww.flush()
+	if h, err := s.hubFor(res); err == nil {
+		if sub, _, ok := h.subscribe(wr.fromRevision); ok {
+			defer h.unsubscribe(sub)
+			s.serveHubWatch(ctx, ww, wr, ri, res, sub)
+			return nil
+		}
 	}
-	// safeRev is the newest revision every event up to which was sent:
-	// a bookmark may carry it.
-	safeRev := wr.fromRevision - 1
-	bookmarked := int64(-1)
+	s.serveEtcdWatch(ctx, ww, wr, res, prefix)
+	return nil
+}
+
+// watchWriter writes watch events in the negotiated representation.
+type watchWriter struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+	enc     *json.Encoder
+	res     *resource.Resource
+	out     output
+}
+
+func (ww *watchWriter) flush() {
+	if ww.flusher != nil {
+		ww.flusher.Flush()
+	}
+}
+
+// send writes one event and flushes it.
+func (ww *watchWriter) send(typ watch.EventType, obj runtime.Object, data []byte) error {
+	if err := ww.write(typ, obj, data); err != nil {
+		return err
+	}
+	ww.flush()
+	return nil
+}
+
+// write writes one event without flushing. data, when given, is the
+// object's JSON already encoded (shared by every watcher of the hub).
+func (ww *watchWriter) write(typ watch.EventType, obj runtime.Object, data []byte) error {
+	if ww.out.protobuf {
+		env, err := encodeProtobuf(obj)
+		if err != nil {
+			return err
+		}
+		return ww.writeProtobuf(typ, env)
+	}
+	if data != nil && ww.out.kind == outObject && !ww.out.yaml {
+		frame := make([]byte, 0, len(data)+32)
+		frame = append(frame, `{"type":"`...)
+		frame = append(frame, typ...)
+		frame = append(frame, `","object":`...)
+		frame = append(frame, data...)
+		frame = append(frame, "}\n"...)
+		_, err := ww.w.Write(frame)
+		return err
+	}
+	v, err := render(ww.res, ww.out, []runtime.Object{obj}, nil, listMetaOf(obj))
+	if err != nil {
+		return err
+	}
+	return ww.enc.Encode(watchEvent{Type: typ, Object: v})
+}
+
+func (ww *watchWriter) writeProtobuf(typ watch.EventType, envelope []byte) error {
+	frame, err := protobufWatchFrame(typ, envelope)
+	if err != nil {
+		return err
+	}
+	_, err = ww.w.Write(frame)
+	return err
+}
+
+func (ww *watchWriter) bookmark(rev int64, initialEnd bool) error {
+	b := ww.res.New()
+	m, _ := meta.Accessor(b)
+	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	if initialEnd {
+		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	}
+	setTypeMeta(ww.res, b)
+	if err := ww.write(watch.Bookmark, b, nil); err != nil {
+		return err
+	}
+	ww.flush()
+	return nil
+}
+
+// serveHubWatch streams from the resource's shared hub.
+func (s *Server) serveHubWatch(ctx context.Context, ww *watchWriter, wr watchRequest, ri RequestInfo, res *resource.Resource, sub *hubSub) {
+	safeRev, bookmarked := wr.fromRevision-1, int64(-1)
 	timeout := time.NewTimer(wr.timeout)
 	defer timeout.Stop()
 	var tick <-chan time.Time
@@ -168,16 +224,85 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-timeout.C:
-			return nil
+			return
+		case <-tick:
+			if bookmarked < safeRev {
+				if ww.bookmark(safeRev, false) != nil {
+					return
+				}
+				bookmarked = safeRev
+			}
+		case he, ok := <-sub.ch:
+			if !ok {
+				return // cut off as too slow; the client resumes from its last resourceVersion
+			}
+			// Write this event and whatever else is already queued, then
+			// flush once: one TLS record for a burst, not one per event.
+			for n := 0; ; n++ {
+				if he.rev > safeRev {
+					safeRev = he.rev
+				}
+				if !he.progress && (ri.Namespace == "" || namespaceOf(he.cur) == ri.Namespace) {
+					if typ, obj, data := classify(res, wr.sel, he); typ != "" {
+						var err error
+						if ww.out.protobuf && obj == he.cur {
+							err = ww.writeProtobuf(typ, he.curProtobuf())
+						} else {
+							err = ww.write(typ, obj, data)
+						}
+						if err != nil {
+							return
+						}
+					}
+				}
+				if n == 256 {
+					break
+				}
+				select {
+				case he, ok = <-sub.ch:
+					if !ok {
+						ww.flush()
+						return
+					}
+					continue
+				default:
+				}
+				break
+			}
+			ww.flush()
+		}
+	}
+}
+
+// serveEtcdWatch streams from a watch of its own on etcd: for watches that
+// start before the hub's window.
+func (s *Server) serveEtcdWatch(ctx context.Context, ww *watchWriter, wr watchRequest, res *resource.Resource, prefix string) {
+	watcher := s.store.Watch(ctx, prefix, wr.fromRevision)
+	defer watcher.Stop()
+	timeout := time.NewTimer(wr.timeout)
+	defer timeout.Stop()
+	safeRev, bookmarked := wr.fromRevision-1, int64(-1)
+	var tick <-chan time.Time
+	if wr.bookmarks {
+		t := time.NewTicker(s.cfg.WatchBookmarkInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timeout.C:
+			return
 		case <-tick:
 			// Ask etcd for a newer safe point; until it answers (it will not
 			// while the watch starts in the future), re-announce the one we have.
 			_ = watcher.RequestProgress()
 			if bookmarked < safeRev {
-				if err := sendBookmark(safeRev, false); err != nil {
-					return nil
+				if ww.bookmark(safeRev, false) != nil {
+					return
 				}
 				bookmarked = safeRev
 			}
@@ -186,17 +311,18 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 				if errors.Is(watcher.Err(), storage.ErrCompacted) {
 					st := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d", wr.fromRevision-1)).Status()
 					st.Kind, st.APIVersion = "Status", "v1"
-					_ = enc.Encode(watchEvent{Type: watch.Error, Object: &st})
+					_ = ww.write(watch.Error, &st, nil)
+					ww.flush()
 				}
-				return nil
+				return
 			}
 			if ev.Type == storage.Progress {
 				if ev.Revision > safeRev {
 					safeRev = ev.Revision
 				}
 				if wr.bookmarks && safeRev > bookmarked {
-					if err := sendBookmark(safeRev, false); err != nil {
-						return nil
+					if ww.bookmark(safeRev, false) != nil {
+						return
 					}
 					bookmarked = safeRev
 				}
@@ -211,8 +337,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 			if typ == "" {
 				continue
 			}
-			if err := send(typ, obj); err != nil {
-				return nil
+			if ww.send(typ, obj, nil) != nil {
+				return
 			}
 		}
 	}
@@ -268,4 +394,11 @@ func (s *Server) convertEvent(res *resource.Resource, sel selection, ev storage.
 		return watch.Deleted, prev, nil
 	}
 	return "", nil, nil
+}
+
+func namespaceOf(obj runtime.Object) string {
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetNamespace()
+	}
+	return ""
 }

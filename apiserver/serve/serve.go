@@ -39,6 +39,8 @@ type Options struct {
 	// Kubeconfig, when set, is written for the admin user.
 	Kubeconfig string
 	Logger     *slog.Logger
+	// NoProfiling turns /debug/pprof off.
+	NoProfiling bool
 	// BusLimits bound the bus's history streams.
 	BusLimits bus.StreamLimits
 	// Listening, when set, receives the bound address once serving.
@@ -107,6 +109,7 @@ func Run(ctx context.Context, o Options) error {
 		Store: store, Resources: resources, Logger: o.Logger, Metrics: metrics,
 		Authenticator: auth.Chain{auth.ClientCert{}},
 		ReadyChecks:   checks,
+		Profiling:     !o.NoProfiling,
 		Mount:         []func(chi.Router){docs.Register},
 	})
 	if err != nil {

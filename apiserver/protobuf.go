@@ -1,0 +1,66 @@
+package apiserver
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Kubernetes' protobuf encoding: the magic prefix, then a runtime.Unknown
+// whose Raw is the object's own protobuf bytes. Watch streams carry
+// length-prefixed metav1.WatchEvent frames (no prefix) whose object is such
+// an envelope. Built-in types marshal themselves (generated code in
+// k8s.io/api); only responses are encoded here, requests in codec.go.
+
+type protoMarshaler interface {
+	Marshal() ([]byte, error)
+}
+
+// encodeProtobuf returns obj in the protobuf envelope, or an error when the
+// type has no protobuf form (the caller then answers in JSON).
+func encodeProtobuf(obj runtime.Object) ([]byte, error) {
+	pm, ok := obj.(protoMarshaler)
+	if !ok {
+		return nil, fmt.Errorf("%T has no protobuf encoding", obj)
+	}
+	raw, err := pm.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("encoding %T as protobuf: %w", obj, err)
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, Raw: raw}
+	body, err := unk.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return append(append(make([]byte, 0, len(protobufMagic)+len(body)), protobufMagic...), body...), nil
+}
+
+// writeProtobuf writes obj as protobuf; it falls back to JSON for types
+// without a protobuf form (Status is always JSON, which clients accept).
+func writeProtobuf(w http.ResponseWriter, code int, obj runtime.Object) {
+	data, err := encodeProtobuf(obj)
+	if err != nil {
+		writeJSON(w, code, obj)
+		return
+	}
+	w.Header().Set("Content-Type", protobufMediaType)
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
+
+// protobufWatchFrame frames one watch event for a protobuf watch stream.
+func protobufWatchFrame(typ watch.EventType, envelope []byte) ([]byte, error) {
+	ev := metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: envelope}}
+	body, err := ev.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	frame := make([]byte, 4, 4+len(body))
+	binary.BigEndian.PutUint32(frame, uint32(len(body)))
+	return append(frame, body...), nil
+}
