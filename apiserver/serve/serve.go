@@ -23,6 +23,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver/storage"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/publish"
+	"github.com/kubebus/kubebus/bus/tap"
 )
 
 // Options configure one API server.
@@ -87,6 +88,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("building openapi documents: %w", err)
 	}
 	checks := map[string]func(context.Context) error{}
+	mounts := []func(chi.Router){docs.Register}
 	if o.NATSURL != "" {
 		url := o.NATSURL
 		checks["nats"] = func(ctx context.Context) error { return bus.Ping(ctx, url) }
@@ -104,13 +106,15 @@ func Run(ctx context.Context, o Options) error {
 		pubDone := make(chan struct{})
 		go func() { defer close(pubDone); _ = pub.Run(pctx) }()
 		defer func() { stopPub(); <-pubDone }()
+		tapHandler := tap.Handler(js, o.Logger.With("component", "tap"))
+		mounts = append(mounts, func(r chi.Router) { r.Handle(tap.EndpointPath, tapHandler) })
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: store, Resources: resources, Logger: o.Logger, Metrics: metrics,
 		Authenticator: auth.Chain{auth.ClientCert{}},
 		ReadyChecks:   checks,
 		Profiling:     !o.NoProfiling,
-		Mount:         []func(chi.Router){docs.Register},
+		Mount:         mounts,
 	})
 	if err != nil {
 		return err

@@ -16,14 +16,19 @@ import (
 	"github.com/kubebus/kubebus/test/harness"
 )
 
-// tapJSON runs `kubebus tap --since=1 --follow=false -o json` and returns
-// one decoded record per line.
-func tapJSON(t *testing.T, natsURL string, extra ...string) []map[string]any {
+// tapJSON runs `kubebus tap --since=1 --follow=false -o json` reading the
+// bus at source (a nats:// URL, or a kubeconfig path to go through the API
+// server) and returns one decoded record per line.
+func tapJSON(t *testing.T, source string, extra ...string) []map[string]any {
 	t.Helper()
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	args := append([]string{"tap", "--nats-url", natsURL, "--since=1", "--follow=false", "-o", "json"}, extra...)
+	from := []string{"--nats-url", source}
+	if !strings.HasPrefix(source, "nats://") {
+		from = []string{"--kubeconfig", source}
+	}
+	args := append(append([]string{"tap"}, from...), append([]string{"--since=1", "--follow=false", "-o", "json"}, extra...)...)
 	if err := app.Run(ctx, args, &out, &errb); err != nil {
 		t.Fatalf("kubebus %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
@@ -107,6 +112,16 @@ func TestIntegrationTap(t *testing.T) {
 	}
 	if recs[21]["type"] != "DELETED" {
 		t.Errorf("last event is %v, want DELETED", recs[21]["type"])
+	}
+	// The same through the API server, for a user with only a kubeconfig.
+	remote := tapJSON(t, s.Kubeconfig, "--resource", "configmaps", "-n", "default")
+	if len(remote) != len(want) {
+		t.Fatalf("tap --kubeconfig printed %d events, want %d", len(remote), len(want))
+	}
+	for i, rec := range remote {
+		if got := fmt.Sprint(rec["revision"]); got != want[i] {
+			t.Fatalf("tap --kubeconfig event %d: revision %s, want %s", i, got, want[i])
+		}
 	}
 	// Everything, all resources: the namespaces bootstrap plus these changes.
 	all := tapJSON(t, url)

@@ -1,18 +1,22 @@
 package app
 
 import (
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubebus/kubebus/bus/tap"
 )
 
 func newTapCmd(g *globals) *cobra.Command {
 	var (
-		fl  tap.Flags
-		lag bool
+		fl         tap.Flags
+		lag        bool
+		kubeconfig string
 	)
 	cmd := &cobra.Command{
 		Use:   "tap",
@@ -38,6 +42,17 @@ tap is read-only: it never publishes and creates no durable consumer.`,
 			}
 			all, _ := cmd.Flags().GetBool("all-namespaces")
 			fl.AllNamespaces = all && cmd.Flags().Changed("all-namespaces")
+			if kubeconfig != "" {
+				rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+				if err != nil {
+					return fmt.Errorf("loading kubeconfig: %w", err)
+				}
+				hc, err := rest.HTTPClientFor(rc)
+				if err != nil {
+					return err
+				}
+				return tap.RunRemote(cmd.Context(), hc, rc.Host, fl, isTerminal(cmd.OutOrStdout()), cmd.OutOrStdout())
+			}
 			cfg, err := fl.Config(isTerminal(cmd.OutOrStdout()))
 			if err != nil {
 				return err
@@ -47,6 +62,7 @@ tap is read-only: it never publishes and creates no durable consumer.`,
 		},
 	}
 	cmd.PersistentFlags().StringVar(&fl.URL, "nats-url", tap.DefaultURL, "NATS server URL")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "read through the API server with this kubeconfig instead of from NATS directly")
 	f := cmd.Flags()
 	f.StringVar(&fl.Resource, "resource", "", "only this resource: pods, deployments.apps, apps/deployments or a short name")
 	f.StringVarP(&fl.Namespace, "namespace", "n", "", "only this namespace")
