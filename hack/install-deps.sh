@@ -25,5 +25,8 @@ fi
 if ! command -v kubectl >/dev/null; then
   here=$(cd "$(dirname "$0")" && pwd)
   echo "install-deps: kubectl not on PATH; building it from k8s.io/kubectl into $here/../bin"
-  (cd "$here/kubectl" && CGO_ENABLED=0 go build -o "$here/../bin/kubectl" .)
+  v=v1.37.2 # the k8s.io/kubectl module version in hack/kubectl/go.mod
+  ld="-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+  ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$v -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=37"
+  (cd "$here/kubectl" && CGO_ENABLED=0 go build -ldflags "$ld" -o "$here/../bin/kubectl" .)
 fi
