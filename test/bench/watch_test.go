@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,12 +144,19 @@ func restWatchFanout(b *testing.B, contentType string) {
 	}
 }
 
-// BenchmarkBusFanout: N ordered bus consumers on the pods of one namespace;
-// 1,000 creates at 100/s through the REST API; latency from the create being
-// sent to the event reaching each consumer.
+// BenchmarkBusFanout: N bus consumers on the pods of one namespace; 1,000
+// creates at 100/s through the REST API; latency from the create being sent
+// to the event reaching each consumer. "jetstream" consumers are ordered
+// JetStream consumers (resumable, what informers build on); "core" ones are
+// plain NATS subscriptions to the same subjects (live only, what a large
+// fan-out of live tails would use).
 func BenchmarkBusFanout(b *testing.B) {
-	for _, consumers := range []int{1, 100, 1000} {
-		b.Run(fmt.Sprintf("consumers=%d", consumers), func(b *testing.B) {
+	for _, tc := range []struct {
+		kind      string
+		consumers int
+	}{{"jetstream", 1}, {"jetstream", 100}, {"jetstream", 1000}, {"core", 1000}} {
+		kind, consumers := tc.kind, tc.consumers
+		b.Run(fmt.Sprintf("%s/consumers=%d", kind, consumers), func(b *testing.B) {
 			const pods, rate = 1000, 100
 			for iter := 0; iter < b.N; iter++ {
 				s := harness.StartServer(b, "")
@@ -171,7 +179,26 @@ func BenchmarkBusFanout(b *testing.B) {
 				sent := &sync.Map{}
 				lat := &latencies{}
 				var wg sync.WaitGroup
-				for c := 0; c < consumers; c++ {
+				for c := 0; c < consumers && kind == "core"; c++ {
+					wg.Add(1)
+					var n atomic.Int64
+					sub, err := nc.Subscribe(bus.ResourceFilter("", "pods", ns), func(m *nats.Msg) {
+						if k, err := bus.ParseHistorySubject(m.Subject); err == nil {
+							if t0, ok := sent.Load(k.Name); ok {
+								lat.add(time.Since(t0.(time.Time)))
+							}
+						}
+						if n.Add(1) == pods {
+							wg.Done()
+						}
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					_ = sub.SetPendingLimits(-1, -1)
+					defer sub.Unsubscribe()
+				}
+				for c := 0; c < consumers && kind == "jetstream"; c++ {
 					oc, err := js.OrderedConsumer(ctx, bus.HistoryStream, jetstream.OrderedConsumerConfig{
 						FilterSubjects: []string{bus.ResourceFilter("", "pods", ns)}, DeliverPolicy: jetstream.DeliverNewPolicy})
 					if err != nil {
