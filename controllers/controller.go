@@ -1,0 +1,160 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Request names the object to reconcile.
+type Request struct {
+	Namespace, Name string
+}
+
+func (r Request) String() string {
+	if r.Namespace == "" {
+		return r.Name
+	}
+	return r.Namespace + "/" + r.Name
+}
+
+// KeyOf returns the request for an object.
+func KeyOf(obj runtime.Object) Request {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return Request{}
+	}
+	return Request{Namespace: m.GetNamespace(), Name: m.GetName()}
+}
+
+// Result tells the runner what to do after a successful reconcile.
+type Result struct {
+	// RequeueAfter, when positive, reconciles the key again after it.
+	RequeueAfter time.Duration
+}
+
+// Reconciler brings one object's world to its desired state.
+type Reconciler interface {
+	Reconcile(ctx context.Context, req Request) (Result, error)
+}
+
+// ReconcileFunc adapts a function to Reconciler.
+type ReconcileFunc func(ctx context.Context, req Request) (Result, error)
+
+// Reconcile implements Reconciler.
+func (f ReconcileFunc) Reconcile(ctx context.Context, req Request) (Result, error) { return f(ctx, req) }
+
+type terminalError struct{ err error }
+
+func (e terminalError) Error() string { return e.err.Error() }
+func (e terminalError) Unwrap() error { return e.err }
+
+// Terminal marks an error that retrying cannot fix: the key is not requeued.
+func Terminal(err error) error { return terminalError{err} }
+
+// Controller runs a Reconciler over a work queue.
+type Controller struct {
+	Name       string
+	reconciler Reconciler
+	workers    int
+	queue      workqueue.TypedRateLimitingInterface[Request]
+	log        *slog.Logger
+}
+
+// Options tune a Controller.
+type Options struct {
+	Workers int // default 2
+	// RateLimiter defaults to per-item exponential backoff 5ms..1000s
+	// combined with an overall 10 qps/100 burst bucket, as upstream.
+	RateLimiter workqueue.TypedRateLimiter[Request]
+	Logger      *slog.Logger
+}
+
+// New creates a controller.
+func New(name string, r Reconciler, o Options) *Controller {
+	if o.Workers == 0 {
+		o.Workers = 2
+	}
+	if o.RateLimiter == nil {
+		o.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[Request]()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(o.RateLimiter, workqueue.TypedRateLimitingQueueConfig[Request]{Name: name})
+	return &Controller{Name: name, reconciler: r, workers: o.Workers, queue: q, log: o.Logger.With("controller", name)}
+}
+
+// Enqueue adds a key (deduplicated while queued).
+func (c *Controller) Enqueue(req Request) { c.queue.Add(req) }
+
+// EnqueueAfter adds a key after a delay.
+func (c *Controller) EnqueueAfter(req Request, d time.Duration) { c.queue.AddAfter(req, d) }
+
+// EnqueueObject adds the key of an object.
+func (c *Controller) EnqueueObject(obj runtime.Object) { c.Enqueue(KeyOf(obj)) }
+
+// Len is the number of queued keys.
+func (c *Controller) Len() int { return c.queue.Len() }
+
+// Run processes the queue until ctx ends, then shuts the queue down.
+func (c *Controller) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := 0; i < c.workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	req, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(req)
+	if ctx.Err() != nil {
+		return false
+	}
+	res, err := c.reconcileSafely(ctx, req)
+	switch {
+	case err == nil:
+		c.queue.Forget(req)
+		if res.RequeueAfter > 0 {
+			c.queue.AddAfter(req, res.RequeueAfter)
+		}
+	case errors.As(err, new(terminalError)):
+		c.queue.Forget(req)
+		c.log.Warn("reconcile failed; not retrying", "key", req.String(), "err", err)
+	default:
+		if ctx.Err() == nil {
+			c.log.Debug("reconcile failed; retrying", "key", req.String(), "err", err)
+			c.queue.AddRateLimited(req)
+		}
+	}
+	return true
+}
+
+// reconcileSafely turns a panic in a reconciler into an error.
+func (c *Controller) reconcileSafely(ctx context.Context, req Request) (res Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("reconciler panicked: %v", v)
+			c.log.Error("reconciler panicked", "key", req.String(), "panic", v)
+		}
+	}()
+	return c.reconciler.Reconcile(ctx, req)
+}
