@@ -1,0 +1,148 @@
+// Package cache builds the bus-fed informers the controller-manager shares
+// between its controllers: one informer per resource, each a durable bus
+// consumer, with the indexes the controllers look objects up by.
+package cache
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubebus/kubebus/bus/informer"
+)
+
+// Index names.
+const (
+	// ByOwnerUID indexes objects by the UID of each of their owners.
+	ByOwnerUID = "metadata.ownerReferences.uid"
+	// ByNodeName indexes pods by spec.nodeName.
+	ByNodeName = "spec.nodeName"
+	// ByServiceName indexes EndpointSlices by their kubernetes.io/service-name label.
+	ByServiceName = "kubernetes.io/service-name"
+)
+
+// Config says which bus and under which durable names.
+type Config struct {
+	JetStream jetstream.JetStream
+	Component string // "kube-controller-manager"
+	Instance  string // distinguishes replicas' durables
+	Logger    *slog.Logger
+	Metrics   prometheus.Registerer
+}
+
+// Informers are the shared caches.
+type Informers struct {
+	Pods           *informer.Informer[*corev1.Pod]
+	ReplicaSets    *informer.Informer[*appsv1.ReplicaSet]
+	Deployments    *informer.Informer[*appsv1.Deployment]
+	Nodes          *informer.Informer[*corev1.Node]
+	Namespaces     *informer.Informer[*corev1.Namespace]
+	Services       *informer.Informer[*corev1.Service]
+	Endpoints      *informer.Informer[*corev1.Endpoints]
+	EndpointSlices *informer.Informer[*discoveryv1.EndpointSlice]
+	NodeLeases     *informer.Informer[*coordinationv1.Lease]
+
+	all []runner
+}
+
+type runner interface {
+	Run(ctx context.Context) error
+	HasSynced() bool
+}
+
+// New creates the informers (they start with Run).
+func New(cfg Config) (*Informers, error) {
+	inf := &Informers{}
+	var err error
+	if inf.Pods, err = newInformer(cfg, &inf.all, "", "pods", "", func() *corev1.Pod { return &corev1.Pod{} }, map[string]informer.IndexFunc[*corev1.Pod]{
+		ByOwnerUID: ownerUIDs[*corev1.Pod],
+		ByNodeName: func(p *corev1.Pod) []string { return []string{p.Spec.NodeName} },
+	}); err != nil {
+		return nil, err
+	}
+	if inf.ReplicaSets, err = newInformer(cfg, &inf.all, "apps", "replicasets", "", func() *appsv1.ReplicaSet { return &appsv1.ReplicaSet{} },
+		map[string]informer.IndexFunc[*appsv1.ReplicaSet]{ByOwnerUID: ownerUIDs[*appsv1.ReplicaSet]}); err != nil {
+		return nil, err
+	}
+	if inf.Deployments, err = newInformer(cfg, &inf.all, "apps", "deployments", "", func() *appsv1.Deployment { return &appsv1.Deployment{} }, nil); err != nil {
+		return nil, err
+	}
+	if inf.Nodes, err = newInformer(cfg, &inf.all, "", "nodes", "", func() *corev1.Node { return &corev1.Node{} }, nil); err != nil {
+		return nil, err
+	}
+	if inf.Namespaces, err = newInformer(cfg, &inf.all, "", "namespaces", "", func() *corev1.Namespace { return &corev1.Namespace{} }, nil); err != nil {
+		return nil, err
+	}
+	if inf.Services, err = newInformer(cfg, &inf.all, "", "services", "", func() *corev1.Service { return &corev1.Service{} }, nil); err != nil {
+		return nil, err
+	}
+	if inf.Endpoints, err = newInformer(cfg, &inf.all, "", "endpoints", "", func() *corev1.Endpoints { return &corev1.Endpoints{} }, nil); err != nil {
+		return nil, err
+	}
+	if inf.EndpointSlices, err = newInformer(cfg, &inf.all, "discovery.k8s.io", "endpointslices", "", func() *discoveryv1.EndpointSlice { return &discoveryv1.EndpointSlice{} },
+		map[string]informer.IndexFunc[*discoveryv1.EndpointSlice]{ByServiceName: func(s *discoveryv1.EndpointSlice) []string {
+			return []string{s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName]}
+		}}); err != nil {
+		return nil, err
+	}
+	if inf.NodeLeases, err = newInformer(cfg, &inf.all, "coordination.k8s.io", "leases", corev1.NamespaceNodeLease, func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, nil); err != nil {
+		return nil, err
+	}
+	return inf, nil
+}
+
+func newInformer[T runtime.Object](cfg Config, all *[]runner, group, resource, namespace string, newObj func() T, idx map[string]informer.IndexFunc[T]) (*informer.Informer[T], error) {
+	i, err := informer.New(informer.Config[T]{
+		JetStream: cfg.JetStream, Component: cfg.Component, Instance: cfg.Instance,
+		Group: group, Resource: resource, Namespace: namespace, New: newObj, Indexers: idx,
+		Logger: cfg.Logger, Metrics: cfg.Metrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s informer: %w", resource, err)
+	}
+	*all = append(*all, i)
+	return i, nil
+}
+
+func ownerUIDs[T metav1.Object](obj T) []string {
+	refs := obj.GetOwnerReferences()
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, string(r.UID))
+	}
+	return out
+}
+
+// Run runs every informer until ctx ends.
+func (inf *Informers) Run(ctx context.Context) error {
+	errc := make(chan error, len(inf.all))
+	for _, i := range inf.all {
+		go func(i runner) { errc <- i.Run(ctx) }(i)
+	}
+	var first error
+	for range inf.all {
+		if err := <-errc; err != nil && first == nil && ctx.Err() == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// HasSynced reports whether every informer has loaded its state.
+func (inf *Informers) HasSynced() bool {
+	for _, i := range inf.all {
+		if !i.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
