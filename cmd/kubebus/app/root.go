@@ -47,7 +47,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(newServerCmd(g), newAPIServerCmd(g))
+	root.AddCommand(newServerCmd(g), newAPIServerCmd(g), newControllerManagerCmd(g))
 	root.AddCommand(newTapCmd(g))
 	return root
 }

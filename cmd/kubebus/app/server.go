@@ -1,19 +1,27 @@
 package app
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"k8s.io/client-go/rest"
+
+	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/apiserver/serve"
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/natsserver"
+	"github.com/kubebus/kubebus/controllers/kcm"
 )
 
 type serverOptions struct {
+	kcm        kcm.Options
+	noKCM      bool
 	bus        bus.StreamLimits
 	dataDir    string
 	port       int
@@ -63,6 +71,9 @@ Restarting with the same --data-dir keeps every object.`,
 				select {
 				case addr := <-listening:
 					fmt.Fprintf(cmd.OutOrStdout(), "kubebus is ready at https://%s\n  export KUBECONFIG=%s\n  bus: %s\n", addr, kubeconfig, ns.URL())
+					if !o.noKCM {
+						_ = runControllerManager(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.kcm)
+					}
 				case <-ctx.Done():
 				}
 			}()
@@ -80,6 +91,36 @@ Restarting with the same --data-dir keeps every object.`,
 	f.IntVar(&o.etcdPort, "etcd-client-port", 2379, "embedded etcd client port on 127.0.0.1 (0 picks a free one)")
 	f.IntVar(&o.etcdPeer, "etcd-peer-port", 2380, "embedded etcd peer port on 127.0.0.1 (0 picks a free one)")
 	addBusFlags(f, &o.bus)
+	addControllerManagerFlags(f, &o.kcm)
+	f.BoolVar(&o.noKCM, "disable-controller-manager", false, "do not run the controller-manager in this process")
 	f.IntVar(&o.natsPort, "nats-port", 4222, "embedded NATS port on 127.0.0.1 (-1 picks a free one)")
 	return cmd
+}
+
+// componentConfig returns a client config for an in-process component,
+// authenticated with a client certificate of its own.
+func componentConfig(pkiDir, addr, user string) (*rest.Config, error) {
+	b, err := pki.Ensure(pki.Config{Dir: pkiDir, Hosts: []string{"localhost", "127.0.0.1", "::1"}})
+	if err != nil {
+		return nil, err
+	}
+	cert, key, err := b.IssueClient(user, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{Host: "https://" + addr, TLSClientConfig: rest.TLSClientConfig{CAFile: b.CAFile, CertFile: cert, KeyFile: key}}, nil
+}
+
+// runControllerManager runs the controller-manager in this process.
+func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL string, o kcm.Options) error {
+	cfg, err := componentConfig(pkiDir, addr, "system:kube-controller-manager")
+	if err != nil {
+		return fmt.Errorf("controller-manager credentials: %w", err)
+	}
+	o.REST, o.NATSURL, o.Logger = cfg, natsURL, log.With("component", "controller-manager")
+	err = kcm.Run(ctx, o)
+	if err != nil && ctx.Err() == nil {
+		log.Error("controller-manager stopped", "err", err)
+	}
+	return err
 }

@@ -1,0 +1,53 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubebus/kubebus/controllers/kcm"
+)
+
+func newControllerManagerCmd(g *globals) *cobra.Command {
+	var (
+		o          kcm.Options
+		kubeconfig string
+		elect      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run the controllers (ReplicaSet, Deployment, garbage collector, ...) against an API server and the bus",
+		Long: `Run the controller-manager. It reads the cluster from the bus (NATS JetStream)
+and writes only through the API server. Run several: one leads, chosen by the
+Lease kube-system/kube-controller-manager; the others keep warm caches.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			o.REST, o.Logger = cfg, g.logger()
+			o.Lease.Disabled = !elect
+			return kcm.Run(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
+	f.StringVar(&o.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
+	f.BoolVar(&elect, "leader-elect", true, "elect a leader through a Lease before running the controllers")
+	addControllerManagerFlags(f, &o)
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}
+
+// addControllerManagerFlags registers the flags `server` shares.
+func addControllerManagerFlags(f *pflag.FlagSet, o *kcm.Options) {
+	f.StringSliceVar(&o.Controllers, "controllers", []string{"*"}, "controllers to run: '*' for the defaults, 'name' to add one, '-name' to remove one")
+	f.DurationVar(&o.Lease.LeaseDuration, "leader-elect-lease-duration", 0, "lease duration (default 15s)")
+	f.DurationVar(&o.Lease.RenewDeadline, "leader-elect-renew-deadline", 0, "renew deadline (default 10s)")
+	f.DurationVar(&o.Lease.RetryPeriod, "leader-elect-retry-period", 0, "retry period (default 2s)")
+	f.StringVar(&o.Instance, "instance", "", "name of this replica for its bus consumers (default hostname-pid)")
+	f.DurationVar(&o.Tuning.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "how long a node may go without renewing its lease before it is marked unknown (default 40s)")
+	f.StringVar(&o.Tuning.ClusterCIDR, "cluster-cidr", "", "pod address range split into node podCIDRs (default 10.244.0.0/16)")
+}

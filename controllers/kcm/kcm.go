@@ -1,0 +1,176 @@
+// Package kcm assembles the controller-manager: the bus-fed caches, the
+// selected controllers and the Lease election, around one API client. Both
+// `kubebus controller-manager` and the all-in-one `kubebus server` run it.
+package kcm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/cache"
+)
+
+// Options configure the controller-manager.
+type Options struct {
+	REST    *rest.Config
+	NATSURL string
+	// Controllers selects controllers as upstream's --controllers does:
+	// "*" is every default one, "name" adds one, "-name" removes one.
+	Controllers []string
+	Lease       controllers.LeaseConfig
+	// Instance distinguishes replicas' durable consumers (default hostname-pid).
+	Instance string
+	Logger   *slog.Logger
+	Tuning   Tuning
+}
+
+// Tuning holds per-controller settings.
+type Tuning struct {
+	NodeMonitorGracePeriod time.Duration // 40s
+	ClusterCIDR            string        // 10.244.0.0/16
+}
+
+// Deps is what a controller constructor gets.
+type Deps struct {
+	Client   kubernetes.Interface
+	REST     *rest.Config
+	Caches   *cache.Informers
+	Recorder func(component string) record.EventRecorder
+	Logger   *slog.Logger
+	Tuning   Tuning
+	// AddCache registers an extra informer the manager must run and wait for.
+	AddCache func(controllers.Cache)
+}
+
+// constructor builds one controller (or loop) from the shared deps.
+type constructor func(ctx context.Context, d Deps) (controllers.Runnable, error)
+
+// known lists every controller by name; defaults are those enabled by "*".
+type entry struct {
+	name     string
+	build    constructor
+	disabled bool // not in "*"
+}
+
+// Enabled resolves a --controllers selection against the known names.
+func Enabled(selection []string, known []string, defaults []string) ([]string, error) {
+	if len(selection) == 0 {
+		selection = []string{"*"}
+	}
+	on := map[string]bool{}
+	for _, s := range selection {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "*":
+			for _, n := range defaults {
+				on[n] = true
+			}
+		case strings.HasPrefix(s, "-"):
+			if !slices.Contains(known, s[1:]) {
+				return nil, fmt.Errorf("unknown controller %q", s[1:])
+			}
+			delete(on, s[1:])
+		default:
+			if !slices.Contains(known, s) {
+				return nil, fmt.Errorf("unknown controller %q", s)
+			}
+			on[s] = true
+		}
+	}
+	var out []string
+	for _, n := range known {
+		if on[n] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// Run runs the controller-manager until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if o.REST == nil || o.NATSURL == "" {
+		return errors.New("kcm: REST config and NATS URL are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Instance == "" {
+		host, _ := os.Hostname()
+		o.Instance = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if o.Tuning.NodeMonitorGracePeriod == 0 {
+		o.Tuning.NodeMonitorGracePeriod = 40 * time.Second
+	}
+	if o.Tuning.ClusterCIDR == "" {
+		o.Tuning.ClusterCIDR = "10.244.0.0/16"
+	}
+	cfg := rest.CopyConfig(o.REST)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	cfg.UserAgent = "kube-controller-manager"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the API client: %w", err)
+	}
+	nc, js, err := bus.Connect(o.NATSURL, "kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	caches, err := cache.New(cache.Config{JetStream: js, Component: "kube-controller-manager", Instance: o.Instance, Logger: o.Logger})
+	if err != nil {
+		return err
+	}
+	m := &controllers.Manager{Client: client, Lease: o.Lease, Logger: o.Logger}
+	if m.Lease.Name == "" {
+		m.Lease.Name = "kube-controller-manager"
+	}
+	m.AddCache(caches)
+	var stops []func()
+	defer func() {
+		for _, s := range stops {
+			s()
+		}
+	}()
+	deps := Deps{Client: client, REST: cfg, Caches: caches, Logger: o.Logger, Tuning: o.Tuning, AddCache: m.AddCache,
+		Recorder: func(component string) record.EventRecorder {
+			r, stop := controllers.Recorder(ctx, client, component)
+			stops = append(stops, stop)
+			return r
+		}}
+	table := registry()
+	var known, defaults []string
+	for _, e := range table {
+		known = append(known, e.name)
+		if !e.disabled {
+			defaults = append(defaults, e.name)
+		}
+	}
+	names, err := Enabled(o.Controllers, known, defaults)
+	if err != nil {
+		return err
+	}
+	for _, e := range table {
+		if !slices.Contains(names, e.name) {
+			continue
+		}
+		r, err := e.build(ctx, deps)
+		if err != nil {
+			return fmt.Errorf("starting the %s controller: %w", e.name, err)
+		}
+		m.Add(r)
+	}
+	o.Logger.Info("controller-manager starting", "controllers", names, "instance", o.Instance)
+	return m.Run(ctx)
+}
