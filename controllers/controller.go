@@ -49,7 +49,9 @@ type Reconciler interface {
 type ReconcileFunc func(ctx context.Context, req Request) (Result, error)
 
 // Reconcile implements Reconciler.
-func (f ReconcileFunc) Reconcile(ctx context.Context, req Request) (Result, error) { return f(ctx, req) }
+func (f ReconcileFunc) Reconcile(ctx context.Context, req Request) (Result, error) {
+	return f(ctx, req)
+}
 
 type terminalError struct{ err error }
 

@@ -32,7 +32,7 @@ func benchPod(i int) *corev1.Pod {
 	}
 	p.Spec.Containers = []corev1.Container{
 		{Name: "app", Image: "registry.example/web:1.2.3", Ports: []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-			Env: []corev1.EnvVar{{Name: "MODE", Value: "production"}, {Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+			Env:       []corev1.EnvVar{{Name: "MODE", Value: "production"}, {Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 			Resources: res, VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/web"}},
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz"}}, PeriodSeconds: 10}},
 		{Name: "sidecar", Image: "registry.example/proxy:0.9", Resources: res},
@@ -118,11 +118,13 @@ func BenchmarkPublishToHandler(b *testing.B) {
 	if err := inf.WaitForSync(ctx); err != nil {
 		b.Fatal(err)
 	}
-	data := mustJSON(b, benchPod(1))
+	p := benchPod(1)
+	p.Name = "lat"
+	data := mustJSON(b, p)
 	var lat []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		rev := etcd.put(podKey("ns-1", "lat"), data)
+		rev := etcd.put(podKey(p.Namespace, p.Name), data)
 		for got := range seen {
 			if got >= rev {
 				break

@@ -173,11 +173,10 @@ func runInformer(t testing.TB, ctx context.Context, inf *Informer[*corev1.Pod]) 
 // objects (key -> resourceVersion) and notes any event that does not fit
 // that view.
 type recorder struct {
-	mu                    sync.Mutex
-	view                  map[string]string
+	mu                     sync.Mutex
+	view                   map[string]string
 	adds, updates, deletes int
-	problems              []string
-	seen                  chan string // "ns/name@rv" of every add and update, when not nil
+	problems               []string
 }
 
 func newRecorder() *recorder { return &recorder{view: map[string]string{}} }
@@ -192,7 +191,6 @@ func (r *recorder) OnAdd(p *corev1.Pod) {
 		r.problems = append(r.problems, "add of a known object "+key(p))
 	}
 	r.view[key(p)] = p.ResourceVersion
-	r.emit(p)
 }
 
 func (r *recorder) OnUpdate(old, p *corev1.Pod) {
@@ -206,7 +204,6 @@ func (r *recorder) OnUpdate(old, p *corev1.Pod) {
 		r.problems = append(r.problems, fmt.Sprintf("update of %s goes back from %s to %s", key(p), old.ResourceVersion, p.ResourceVersion))
 	}
 	r.view[key(p)] = p.ResourceVersion
-	r.emit(p)
 }
 
 func (r *recorder) OnDelete(p *corev1.Pod) {
@@ -217,12 +214,6 @@ func (r *recorder) OnDelete(p *corev1.Pod) {
 		r.problems = append(r.problems, "delete of an unknown object "+key(p))
 	}
 	delete(r.view, key(p))
-}
-
-func (r *recorder) emit(p *corev1.Pod) {
-	if r.seen != nil {
-		r.seen <- key(p) + "@" + p.ResourceVersion
-	}
 }
 
 func (r *recorder) snapshot() (map[string]string, []string) {

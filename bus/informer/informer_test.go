@@ -136,7 +136,9 @@ func TestIntegrationSnapshotAndLive(t *testing.T) {
 		{"ByIndex unbound", inf.ByIndex("spec.nodeName", ""), func(p *corev1.Pod) bool { return p.Spec.NodeName == "" }},
 		{"ByLabels app=app3", inf.ByLabels(labels.SelectorFromSet(labels.Set{"app": "app3"})), func(p *corev1.Pod) bool { return p.Labels["app"] == "app3" }},
 		{"ByLabels app in (app1,changed),tier", inf.ByLabels(mustSelector(t, "app in (app1,changed),tier")),
-			func(p *corev1.Pod) bool { return (p.Labels["app"] == "app1" || p.Labels["app"] == "changed") && p.Labels["tier"] != "" }},
+			func(p *corev1.Pod) bool {
+				return (p.Labels["app"] == "app1" || p.Labels["app"] == "changed") && p.Labels["tier"] != ""
+			}},
 		{"ByLabels !tier", inf.ByLabels(mustSelector(t, "!tier")), func(p *corev1.Pod) bool { return p.Labels["tier"] == "" }},
 	}
 	for _, tc := range tests {
@@ -292,7 +294,9 @@ func TestIntegrationGapEventResyncs(t *testing.T) {
 	runInformer(t, ctx, inf)
 	runInformer(t, ctx, nodeInf)
 	converges(t, inf, rec, etcd.pods)
-	onNode := func(node string) func() map[string]string { return func() map[string]string { return etcd.podsOn(node) } }
+	onNode := func(node string) func() map[string]string {
+		return func() map[string]string { return etcd.podsOn(node) }
+	}
 	converges(t, nodeInf, nodeRec, onNode("node-1"))
 
 	// The publisher is away while etcd changes and compacts: it will

@@ -268,6 +268,9 @@ func (i *Informer[T]) check(ctx context.Context) error {
 		return fmt.Errorf("%w: %s was recreated at %s", ErrDurableConflict, i.durable, ci.Created.Format(time.RFC3339Nano))
 	}
 	i.m.setPending(ci.NumPending)
+	if !i.synced.Load() && ci.NumPending == 0 && ci.Delivered.Stream <= i.applied {
+		i.markSynced() // what was pending at start is read (or was evicted, and healed below)
+	}
 	info, err := i.live.Info(actx)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", i.cfg.liveStream(), err)
