@@ -102,7 +102,7 @@ func TestPrintJSON(t *testing.T) {
 	if lines[1] != want {
 		t.Fatalf("MODIFIED line:\n%s\nwant:\n%s", lines[1], want)
 	}
-	if want := `{"seq":3,"time":"2026-03-01T12:00:07Z","type":"GAP","revision":20,"prevRevision":9,"resource":"","name":"","from":10,"to":20}`; lines[2] != want {
+	if want := `{"seq":3,"time":"2026-03-01T12:00:07Z","type":"GAP","revision":20,"prevRevision":9,"from":10,"to":20}`; lines[2] != want {
 		t.Fatalf("GAP line:\n%s\nwant:\n%s", lines[2], want)
 	}
 	for i, l := range lines {
@@ -122,9 +122,7 @@ func TestPrintYAML(t *testing.T) {
 	got := render(t, Printer{Format: YAML}, []Record{recs[2], recs[3]})
 	want := `---
 from: 10
-name: ""
 prevRevision: 9
-resource: ""
 revision: 20
 seq: 3
 time: "2026-03-01T12:00:07Z"
