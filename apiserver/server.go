@@ -135,6 +135,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/api/v1", s.serveResourceList)
 	r.Get("/apis/{group}", s.serveAPIGroup)
 	r.Get("/apis/{group}/{version}", s.serveResourceList)
+	r.Post("/apis/authentication.k8s.io/v1/selfsubjectreviews", s.serveSelfSubjectReview)
 	r.Handle("/api/v1/*", http.HandlerFunc(s.serveResource))
 	r.Handle("/apis/{group}/{version}/*", http.HandlerFunc(s.serveResource))
 	if s.cfg.Profiling {

@@ -40,6 +40,9 @@ type Options struct {
 	// Kubeconfig, when set, is written for the admin user.
 	Kubeconfig string
 	Logger     *slog.Logger
+	// TokenFile, when set, authenticates bearer tokens listed in it
+	// (token,user,uid[,"groups"] per line, as upstream's --token-auth-file).
+	TokenFile string
 	// NoProfiling turns /debug/pprof off.
 	NoProfiling bool
 	// BusLimits bound the bus's history streams.
@@ -109,9 +112,17 @@ func Run(ctx context.Context, o Options) error {
 		tapHandler := tap.Handler(js, o.Logger.With("component", "tap"))
 		mounts = append(mounts, func(r chi.Router) { r.Handle(tap.EndpointPath, tapHandler) })
 	}
+	authn := auth.Chain{auth.ClientCert{}}
+	if o.TokenFile != "" {
+		toks, err := auth.LoadTokenFile(o.TokenFile)
+		if err != nil {
+			return err
+		}
+		authn = append(authn, toks)
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: store, Resources: resources, Logger: o.Logger, Metrics: metrics,
-		Authenticator: auth.Chain{auth.ClientCert{}},
+		Authenticator: authn,
 		ReadyChecks:   checks,
 		Profiling:     !o.NoProfiling,
 		Mount:         mounts,

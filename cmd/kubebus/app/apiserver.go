@@ -31,6 +31,7 @@ Several API servers may share one etcd; they are stateless.`,
 	f.StringVar(&o.PKIDir, "pki-dir", "", "directory holding (or receiving) the CA and serving certificate")
 	f.StringVar(&o.Kubeconfig, "write-kubeconfig", "", "write an admin kubeconfig here")
 	f.StringSliceVar(&o.Hosts, "tls-hosts", []string{"localhost", "127.0.0.1", "::1"}, "names in the serving certificate")
+	f.StringVar(&o.TokenFile, "token-auth-file", "", "static bearer tokens: token,user,uid[,\"groups\"] per line")
 	addBusFlags(f, &o.BusLimits)
 	_ = cmd.MarkFlagRequired("etcd-servers")
 	_ = cmd.MarkFlagRequired("pki-dir")

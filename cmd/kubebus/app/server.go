@@ -20,6 +20,7 @@ import (
 )
 
 type serverOptions struct {
+	tokenFile  string
 	kcm        kcm.Options
 	noKCM      bool
 	bus        bus.StreamLimits
@@ -80,7 +81,7 @@ Restarting with the same --data-dir keeps every object.`,
 			return serve.Run(ctx, serve.Options{
 				EtcdServers: []string{etcd.Endpoint}, NATSURL: ns.URL(),
 				BindAddress: o.bind, Port: o.port, PKIDir: filepath.Join(dir, "pki"),
-				Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus,
+				Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus, TokenFile: o.tokenFile,
 			})
 		},
 	}
@@ -90,6 +91,7 @@ Restarting with the same --data-dir keeps every object.`,
 	f.IntVar(&o.port, "secure-port", 6443, "API server HTTPS port (0 picks a free one)")
 	f.IntVar(&o.etcdPort, "etcd-client-port", 2379, "embedded etcd client port on 127.0.0.1 (0 picks a free one)")
 	f.IntVar(&o.etcdPeer, "etcd-peer-port", 2380, "embedded etcd peer port on 127.0.0.1 (0 picks a free one)")
+	f.StringVar(&o.tokenFile, "token-auth-file", "", "static bearer tokens: token,user,uid[,\"groups\"] per line")
 	addBusFlags(f, &o.bus)
 	addControllerManagerFlags(f, &o.kcm)
 	f.BoolVar(&o.noKCM, "disable-controller-manager", false, "do not run the controller-manager in this process")
