@@ -183,7 +183,7 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 // gone, with no grace period left, is removed by the update that clears it.
 func shouldDeleteDuringUpdate(obj runtime.Object) bool {
 	m, err := meta.Accessor(obj)
-	if err != nil || m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+	if err != nil || m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 || namespaceFinalizing(obj) {
 		return false
 	}
 	g := m.GetDeletionGracePeriodSeconds()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -30,7 +31,8 @@ type Options struct {
 	// "*" is every default one, "name" adds one, "-name" removes one.
 	Controllers []string
 	Lease       controllers.LeaseConfig
-	// Instance distinguishes replicas' durable consumers (default hostname-pid).
+	// Instance distinguishes replicas' durable consumers (default the
+	// hostname, stable across restarts; set it when replicas share a host).
 	Instance string
 	Logger   *slog.Logger
 	Tuning   Tuning
@@ -52,6 +54,9 @@ type Deps struct {
 	Tuning   Tuning
 	// AddCache registers an extra informer the manager must run and wait for.
 	AddCache func(controllers.Cache)
+	// JetStream and Instance let controllers open bus consumers of their own.
+	JetStream jetstream.JetStream
+	Instance  string
 }
 
 // constructor builds one controller (or loop) from the shared deps.
@@ -107,8 +112,7 @@ func Run(ctx context.Context, o Options) error {
 		o.Logger = slog.Default()
 	}
 	if o.Instance == "" {
-		host, _ := os.Hostname()
-		o.Instance = fmt.Sprintf("%s-%d", host, os.Getpid())
+		o.Instance, _ = os.Hostname()
 	}
 	if o.Tuning.NodeMonitorGracePeriod == 0 {
 		o.Tuning.NodeMonitorGracePeriod = 40 * time.Second
@@ -143,7 +147,7 @@ func Run(ctx context.Context, o Options) error {
 			s()
 		}
 	}()
-	deps := Deps{Client: client, REST: cfg, Caches: caches, Logger: o.Logger, Tuning: o.Tuning, AddCache: m.AddCache,
+	deps := Deps{Client: client, REST: cfg, Caches: caches, Logger: o.Logger, Tuning: o.Tuning, AddCache: m.AddCache, JetStream: js, Instance: o.Instance,
 		Recorder: func(component string) record.EventRecorder {
 			r, stop := controllers.Recorder(ctx, client, component)
 			stops = append(stops, stop)

@@ -1,7 +1,79 @@
 package kcm
 
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/metadata"
+
+	"github.com/kubebus/kubebus/apiserver/resource"
+	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/garbagecollector"
+	"github.com/kubebus/kubebus/controllers/namespace"
+)
+
 // registry is the table of controllers the controller-manager knows, in
 // start order. Adding a controller is adding a row.
 func registry() []entry {
-	return []entry{}
+	var gc *garbagecollector.GC // shared: the namespace controller reads its metadata caches
+	gcFor := func(d Deps) (*garbagecollector.GC, error) {
+		if gc != nil {
+			return gc, nil
+		}
+		mc, err := metadata.NewForConfig(d.REST)
+		if err != nil {
+			return nil, err
+		}
+		g, err := garbagecollector.New(garbagecollector.Config{
+			JetStream: d.JetStream, Instance: d.Instance, Resources: servedResources(),
+			Client: mc, Recorder: d.Recorder("garbage-collector-controller"), Logger: d.Logger.With("controller", "garbagecollector"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range g.Caches() {
+			d.AddCache(c)
+		}
+		gc = g
+		return g, nil
+	}
+	return []entry{
+		{name: "garbagecollector", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return gcFor(d)
+		}},
+		{name: "namespace", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			g, err := gcFor(d)
+			if err != nil {
+				return nil, err
+			}
+			mc, err := metadata.NewForConfig(d.REST)
+			if err != nil {
+				return nil, err
+			}
+			var res []namespace.Resource
+			for _, r := range servedResources() {
+				if r.Namespaced {
+					inf := g.Informer(r.GVR())
+					if inf == nil {
+						return nil, fmt.Errorf("no metadata cache for %s", r)
+					}
+					res = append(res, namespace.Resource{GVR: r.GVR(), Objects: inf})
+				}
+			}
+			return namespace.New(namespace.Config{
+				Namespaces: d.Caches.Namespaces, Resources: res, Client: d.Client, Metadata: mc,
+				Recorder: d.Recorder("namespace-controller"), WriteConditions: true, Logger: d.Logger.With("controller", "namespace"),
+			})
+		}},
+	}
+}
+
+// servedResources lists every resource the API server serves, for the
+// controllers that act on all kinds.
+func servedResources() []garbagecollector.Resource {
+	var out []garbagecollector.Resource
+	for _, r := range resource.Builtin() {
+		out = append(out, garbagecollector.Resource{Group: r.GVK.Group, Version: r.GVK.Version, Resource: r.Plural, Kind: r.GVK.Kind, Namespaced: r.Namespaced})
+	}
+	return out
 }

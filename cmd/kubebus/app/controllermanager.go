@@ -47,7 +47,7 @@ func addControllerManagerFlags(f *pflag.FlagSet, o *kcm.Options) {
 	f.DurationVar(&o.Lease.LeaseDuration, "leader-elect-lease-duration", 0, "lease duration (default 15s)")
 	f.DurationVar(&o.Lease.RenewDeadline, "leader-elect-renew-deadline", 0, "renew deadline (default 10s)")
 	f.DurationVar(&o.Lease.RetryPeriod, "leader-elect-retry-period", 0, "retry period (default 2s)")
-	f.StringVar(&o.Instance, "instance", "", "name of this replica for its bus consumers (default hostname-pid)")
+	f.StringVar(&o.Instance, "instance", "", "name of this replica for its bus consumers (default the hostname; set it when replicas share a host)")
 	f.DurationVar(&o.Tuning.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "how long a node may go without renewing its lease before it is marked unknown (default 40s)")
 	f.StringVar(&o.Tuning.ClusterCIDR, "cluster-cidr", "", "pod address range split into node podCIDRs (default 10.244.0.0/16)")
 }
