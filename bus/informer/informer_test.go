@@ -205,8 +205,11 @@ func TestIntegrationRestartRebuildsCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	converges(t, second, rec, etcd.pods)
-	if rec.deletes != 0 {
-		t.Errorf("a new cache had %d deletes; it should only add", rec.deletes)
+	rec.mu.Lock()
+	deletes := rec.deletes
+	rec.mu.Unlock()
+	if deletes != 0 {
+		t.Errorf("a new cache had %d deletes; it should only add", deletes)
 	}
 	for _, p := range first.List() {
 		if q, ok := second.Get(p.Namespace, p.Name); ok && q.ResourceVersion == p.ResourceVersion && q.Spec.NodeName != p.Spec.NodeName {

@@ -84,7 +84,9 @@ func (p *Publisher) publishNode(ctx context.Context, k bus.ObjectKey, ch Change,
 // publishPlain publishes with a message ID for deduplication.
 func (p *Publisher) publishPlain(ctx context.Context, msg *nats.Msg, id string) error {
 	return retry(ctx, p.log, "publishing "+id, func() error {
-		_, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id))
+		actx, cancel := context.WithTimeout(ctx, publishTimeout)
+		defer cancel()
+		_, err := p.js.PublishMsg(actx, msg, jetstream.WithMsgID(id))
 		return err
 	})
 }

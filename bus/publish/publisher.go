@@ -65,6 +65,10 @@ func New(cfg Config) (*Publisher, error) {
 	return &Publisher{cfg: cfg, js: cfg.JetStream, log: cfg.Logger, m: cfg.Metrics}, nil
 }
 
+// publishTimeout bounds one publish attempt, so a request lost while NATS
+// restarts is retried instead of waiting for the caller's deadline.
+const publishTimeout = 5 * time.Second
+
 // errFenced: another publisher wrote to the stream; this one must stop.
 var errFenced = errors.New("publish: another publisher is writing; stepping down")
 
@@ -158,16 +162,32 @@ func (p *Publisher) loadCursor(ctx context.Context) error {
 		return fmt.Errorf("reading %s info: %w", bus.HistoryStream, err)
 	}
 	p.lastRev, p.lastSeq, p.chains, p.floor = 0, info.State.LastSeq, map[string]int64{}, 0
-	if info.State.LastSeq == 0 {
-		return nil
+	// The last message carrying a revision is the resume point; anything
+	// after it without one was not written by a publisher and is skipped.
+	for seq, looked := info.State.LastSeq, 0; seq >= info.State.FirstSeq && seq > 0 && looked < maxCursorScan; seq, looked = seq-1, looked+1 {
+		msg, err := st.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading message %d of %s: %w", seq, bus.HistoryStream, err)
+		}
+		if rev := bus.HeaderInt(msg.Header, bus.HeaderRevision); rev > 0 {
+			p.lastRev = rev
+			if seq != info.State.LastSeq {
+				p.log.Warn("messages without a revision at the end of the history stream; ignoring them", "from", seq+1, "to", info.State.LastSeq)
+			}
+			return nil
+		}
 	}
-	msg, err := st.GetMsg(ctx, info.State.LastSeq)
-	if err != nil {
-		return fmt.Errorf("reading the last message of %s: %w", bus.HistoryStream, err)
+	if info.State.Msgs > 0 {
+		return fmt.Errorf("no message with a %s header among the last %d of %s", bus.HeaderRevision, maxCursorScan, bus.HistoryStream)
 	}
-	p.lastRev = bus.HeaderInt(msg.Header, bus.HeaderRevision)
 	return nil
 }
+
+// maxCursorScan bounds how far back the cursor looks past foreign messages.
+const maxCursorScan = 10000
 
 // objectKey parses /registry/<group>/<resource>/[<namespace>/]<name>.
 func objectKey(key string) (bus.ObjectKey, bool) {
@@ -296,7 +316,9 @@ func eventMsg(subject string, ev *bus.Event, data []byte, chainPrev int64) *nats
 func (p *Publisher) publishHistory(ctx context.Context, msg *nats.Msg, rev int64, idSuffix string) error {
 	id := "r" + strconv.FormatInt(rev, 10) + idSuffix
 	return retry(ctx, p.log, "publishing revision "+strconv.FormatInt(rev, 10), func() error {
-		ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequence(p.lastSeq))
+		actx, cancel := context.WithTimeout(ctx, publishTimeout)
+		defer cancel()
+		ack, err := p.js.PublishMsg(actx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequence(p.lastSeq))
 		if err != nil {
 			var apiErr *jetstream.APIError
 			if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
@@ -371,7 +393,9 @@ func (p *Publisher) publishState(ctx context.Context, msg *nats.Msg, rev int64, 
 		opts = append(opts, jetstream.WithMsgTTL(bus.TombstoneTTL))
 	}
 	return retry(ctx, p.log, "publishing state of revision "+strconv.FormatInt(rev, 10), func() error {
-		_, err := p.js.PublishMsg(ctx, msg, opts...)
+		actx, cancel := context.WithTimeout(ctx, publishTimeout)
+		defer cancel()
+		_, err := p.js.PublishMsg(actx, msg, opts...)
 		return err
 	})
 }

@@ -358,3 +358,51 @@ func BenchmarkPublish(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "revisions/s")
 }
+
+// TestPublishIgnoresForeignMessages: a message without a revision on the
+// history subjects (not written by a publisher) neither resets the cursor
+// nor makes the publisher republish from the start.
+func TestPublishIgnoresForeignMessages(t *testing.T) {
+	_, js := startNATS(t)
+	src := newFakeSource()
+	stop := runPublisher(t, src, alwaysLeader{}, js)
+	for i := 0; i < 5; i++ {
+		src.put(fmt.Sprintf("/registry/core/configmaps/default/c%d", i), `{}`)
+	}
+	historyRevisions(t, js, 5)
+	stop()
+	if _, err := js.Publish(context.Background(), "kube.core.configmaps.default.stray", []byte("not an event")); err != nil {
+		t.Fatal(err)
+	}
+	stop = runPublisher(t, src, alwaysLeader{}, js)
+	defer stop()
+	src.put("/registry/core/configmaps/default/after", `{}`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := js.Stream(context.Background(), bus.HistoryStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 7 {
+			m, err := st.GetMsg(context.Background(), info.State.LastSeq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := bus.HeaderInt(m.Header, bus.HeaderRevision); got != 6 {
+				t.Fatalf("last message has revision %d, want 6", got)
+			}
+			return
+		}
+		if info.State.Msgs > 7 || time.Now().After(deadline) {
+			t.Fatalf("stream holds %d messages, want 5 events + 1 stray + 1 new event (no republish)", info.State.Msgs)
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-context.Background().Done():
+		}
+	}
+}
