@@ -42,8 +42,22 @@
 // (the same resource on KUBE_HISTORY, the same node on KUBE_NODEPODS), so a
 // consumer filtered to one resource can still tell "caught up" from "missed
 // something": every event's Kube-Chain-Prev must equal the revision of the
-// last event it saw on that chain. Control events on kbus.gap say the
-// publisher could not republish a range of revisions (etcd compacted them
-// while NATS was unreachable); the publisher then reseeds the state and
-// consumers heal from it.
+// last event it saw on that chain. Control events on kbus.gap (and
+// knode._gap for node consumers) say the publisher could not republish a
+// range of revisions (etcd compacted them while NATS was unreachable); the
+// publisher reseeds KUBE_STATE first, then publishes the GAP, and consumers
+// heal by reloading from the state stream. After a GAP every chain
+// restarts: the next event of any chain has Kube-Chain-Prev equal to the
+// GAP's revision (or, after a publisher restart, to the chain's last
+// event), so a consumer restarts its chain check after a GAP.
+// kbus.progress events record, for an idle bus, the revision the publisher
+// has checked through.
+//
+// # Ordering between streams
+//
+// For each change the publisher writes KUBE_HISTORY first, then
+// KUBE_NODEPODS, then KUBE_STATE. A consumer that snapshots KUBE_STATE and
+// then follows KUBE_HISTORY must start from the history sequence it read
+// before the snapshot, apply the message at that sequence too, and skip any
+// event not newer than what it holds (bus/informer does).
 package bus
