@@ -66,8 +66,11 @@ type Controller struct {
 	Name       string
 	reconciler Reconciler
 	workers    int
-	queue      workqueue.TypedRateLimitingInterface[Request]
+	limiter    workqueue.TypedRateLimiter[Request]
 	log        *slog.Logger
+
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[Request]
 }
 
 // Options tune a Controller.
@@ -90,61 +93,82 @@ func New(name string, r Reconciler, o Options) *Controller {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(o.RateLimiter, workqueue.TypedRateLimitingQueueConfig[Request]{Name: name})
-	return &Controller{Name: name, reconciler: r, workers: o.Workers, queue: q, log: o.Logger.With("controller", name)}
+	c := &Controller{Name: name, reconciler: r, workers: o.Workers, limiter: o.RateLimiter, log: o.Logger.With("controller", name)}
+	c.queue = c.newQueue()
+	return c
+}
+
+func (c *Controller) newQueue() workqueue.TypedRateLimitingInterface[Request] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(c.limiter, workqueue.TypedRateLimitingQueueConfig[Request]{Name: c.Name})
+}
+
+func (c *Controller) current() workqueue.TypedRateLimitingInterface[Request] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queue
 }
 
 // Enqueue adds a key (deduplicated while queued).
-func (c *Controller) Enqueue(req Request) { c.queue.Add(req) }
+func (c *Controller) Enqueue(req Request) { c.current().Add(req) }
 
 // EnqueueAfter adds a key after a delay.
-func (c *Controller) EnqueueAfter(req Request, d time.Duration) { c.queue.AddAfter(req, d) }
+func (c *Controller) EnqueueAfter(req Request, d time.Duration) { c.current().AddAfter(req, d) }
 
 // EnqueueObject adds the key of an object.
 func (c *Controller) EnqueueObject(obj runtime.Object) { c.Enqueue(KeyOf(obj)) }
 
 // Len is the number of queued keys.
-func (c *Controller) Len() int { return c.queue.Len() }
+func (c *Controller) Len() int { return c.current().Len() }
 
-// Run processes the queue until ctx ends, then shuts the queue down.
+// Run processes the queue until ctx ends (one leadership term). It may be
+// called again for the next term: while not running, keys keep queueing on
+// a fresh queue, so a standby that takes over reconciles everything that
+// changed while it waited.
 func (c *Controller) Run(ctx context.Context) {
+	q := c.current()
 	var wg sync.WaitGroup
 	for i := 0; i < c.workers; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for c.processNext(ctx) {
+			for c.processNext(ctx, q) {
 			}
 		}()
 	}
 	<-ctx.Done()
-	c.queue.ShutDown()
+	c.mu.Lock()
+	c.queue = c.newQueue()
+	c.mu.Unlock()
+	q.ShutDown()
 	wg.Wait()
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	req, shutdown := c.queue.Get()
+func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[Request]) bool {
+	req, shutdown := q.Get()
 	if shutdown {
 		return false
 	}
-	defer c.queue.Done(req)
+	defer q.Done(req)
 	if ctx.Err() != nil {
 		return false
 	}
 	res, err := c.reconcileSafely(ctx, req)
 	switch {
 	case err == nil:
-		c.queue.Forget(req)
+		q.Forget(req)
 		if res.RequeueAfter > 0 {
-			c.queue.AddAfter(req, res.RequeueAfter)
+			q.AddAfter(req, res.RequeueAfter)
 		}
 	case errors.As(err, new(terminalError)):
-		c.queue.Forget(req)
+		q.Forget(req)
 		c.log.Warn("reconcile failed; not retrying", "key", req.String(), "err", err)
 	default:
 		if ctx.Err() == nil {
 			c.log.Debug("reconcile failed; retrying", "key", req.String(), "err", err)
-			c.queue.AddRateLimited(req)
+			q.AddRateLimited(req)
+		} else {
+			// The term ended mid-reconcile: the next term retries the key.
+			c.Enqueue(req)
 		}
 	}
 	return true

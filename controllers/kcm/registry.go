@@ -8,8 +8,10 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/deployment"
 	"github.com/kubebus/kubebus/controllers/garbagecollector"
 	"github.com/kubebus/kubebus/controllers/namespace"
+	"github.com/kubebus/kubebus/controllers/replicaset"
 )
 
 // registry is the table of controllers the controller-manager knows, in
@@ -38,6 +40,22 @@ func registry() []entry {
 		return g, nil
 	}
 	return []entry{
+		{name: "replicaset", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			c, err := replicaset.New(replicaset.Config{Client: d.Client, Pods: d.Caches.Pods, ReplicaSets: d.Caches.ReplicaSets,
+				Recorder: d.Recorder("replicaset-controller"), Logger: d.Logger})
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}},
+		{name: "deployment", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			c, err := deployment.New(deployment.Config{Client: d.Client, Deployments: d.Caches.Deployments, ReplicaSets: d.Caches.ReplicaSets,
+				Pods: d.Caches.Pods, Recorder: d.Recorder("deployment-controller"), Logger: d.Logger})
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}},
 		{name: "garbagecollector", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
 			return gcFor(d)
 		}},
