@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kubebus/kubebus/apiserver"
+	"github.com/kubebus/kubebus/apiserver/admission"
 	"github.com/kubebus/kubebus/apiserver/auth"
 	"github.com/kubebus/kubebus/apiserver/openapi"
 	"github.com/kubebus/kubebus/apiserver/pki"
@@ -123,6 +124,7 @@ func Run(ctx context.Context, o Options) error {
 	srv, err := apiserver.New(apiserver.Config{
 		Store: store, Resources: resources, Logger: o.Logger, Metrics: metrics,
 		Authenticator: authn,
+		Admission:     admission.Chain{admission.DefaultTolerationSeconds{}},
 		ReadyChecks:   checks,
 		Profiling:     !o.NoProfiling,
 		Mount:         mounts,

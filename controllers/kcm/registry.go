@@ -9,8 +9,12 @@ import (
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/deployment"
+	"github.com/kubebus/kubebus/controllers/endpoints"
+	"github.com/kubebus/kubebus/controllers/endpointslice"
 	"github.com/kubebus/kubebus/controllers/garbagecollector"
 	"github.com/kubebus/kubebus/controllers/namespace"
+	"github.com/kubebus/kubebus/controllers/nodeipam"
+	"github.com/kubebus/kubebus/controllers/nodelifecycle"
 	"github.com/kubebus/kubebus/controllers/replicaset"
 )
 
@@ -51,6 +55,36 @@ func registry() []entry {
 		{name: "deployment", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
 			c, err := deployment.New(deployment.Config{Client: d.Client, Deployments: d.Caches.Deployments, ReplicaSets: d.Caches.ReplicaSets,
 				Pods: d.Caches.Pods, Recorder: d.Recorder("deployment-controller"), Logger: d.Logger})
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}},
+		{name: "nodelifecycle", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			c, err := nodelifecycle.New(nodelifecycle.Config{Client: d.Client, Nodes: d.Caches.Nodes, Leases: d.Caches.NodeLeases, Pods: d.Caches.Pods,
+				GracePeriod: d.Tuning.NodeMonitorGracePeriod, Recorder: d.Recorder("node-controller"), Options: controllers.Options{Logger: d.Logger}})
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}},
+		{name: "nodeipam", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			c, err := nodeipam.New(nodeipam.Config{Client: d.Client, Nodes: d.Caches.Nodes, ClusterCIDR: d.Tuning.ClusterCIDR, Options: controllers.Options{Logger: d.Logger}})
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}},
+		{name: "endpoints", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			c, err := endpoints.New(endpoints.Config{Client: d.Client, Services: d.Caches.Services, Pods: d.Caches.Pods, Endpoints: d.Caches.Endpoints, Options: controllers.Options{Logger: d.Logger}})
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}},
+		{name: "endpointslice", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			c, err := endpointslice.New(endpointslice.Config{Client: d.Client, Services: d.Caches.Services, Pods: d.Caches.Pods,
+				EndpointSlices: d.Caches.EndpointSlices, Nodes: d.Caches.Nodes, Options: controllers.Options{Logger: d.Logger}})
 			if err != nil {
 				return nil, err
 			}
