@@ -182,8 +182,10 @@ func TestIntegrationNodeLifecycle(t *testing.T) {
 	alive, dying := startKubelet(cs, "alive"), startKubelet(cs, "dying")
 	t.Cleanup(alive.stop)
 	t.Cleanup(dying.stop)
-	four := int64(4)
-	createPod(t, cs, "bare", "dying", "10.244.1.2")
+	four, zero := int64(4), int64(0)
+	// The API server's DefaultTolerationSeconds admission gives every pod
+	// 300s for unreachable nodes, as upstream's does; "bare" asks for none.
+	createPod(t, cs, "bare", "dying", "10.244.1.2", unreachable(&zero))
 	createPod(t, cs, "tolerant", "dying", "10.244.1.3", unreachable(&four))
 	createPod(t, cs, "forever", "dying", "10.244.1.4", unreachable(nil))
 	createPod(t, cs, "safe", "alive", "10.244.2.2")

@@ -1,0 +1,76 @@
+package harness
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// Process is a kubebus component running as its own process.
+type Process struct {
+	Args []string
+	cmd  *exec.Cmd
+	done chan struct{}
+	logs *lockedBuffer
+}
+
+// StartProcess runs `kubebus <args...>` until the test ends.
+func StartProcess(t testing.TB, args ...string) *Process {
+	t.Helper()
+	p := &Process{Args: args, logs: &lockedBuffer{}}
+	p.Start(t)
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("kubebus %s logs:\n%s", args[0], tail(p.logs.String(), 60))
+		}
+	})
+	return p
+}
+
+// StartControllerManager runs `kubebus controller-manager` against the
+// server with extra flags.
+func StartControllerManager(t testing.TB, s *Server, extra ...string) *Process {
+	t.Helper()
+	return StartProcess(t, append([]string{"controller-manager", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t)}, extra...)...)
+}
+
+// Start (re)starts the process.
+func (p *Process) Start(t testing.TB) {
+	t.Helper()
+	p.cmd = exec.Command(Binary(t), p.Args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.done = make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+}
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Kill sends SIGKILL and waits.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Stop sends SIGTERM and waits (SIGKILL after 20s).
+func (p *Process) Stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		p.Kill()
+	}
+}
+
+// Logs returns what the process printed so far.
+func (p *Process) Logs() string { return p.logs.String() }
