@@ -46,7 +46,7 @@ type badRequestCase struct {
 // never a 500, and that nothing stored changes.
 func TestIntegrationBadInput(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "")
+	s := harness.StartServer(t, "", apiOnly...)
 	cs := s.Clientset(t)
 	hc := s.HTTPClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)

@@ -36,7 +36,7 @@ type clientGoCase struct {
 // the controllers built on it rely on.
 func TestIntegrationClientGo(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "")
+	s := harness.StartServer(t, "", apiOnly...)
 	cs := s.Clientset(t)
 	tests := []clientGoCase{
 		{"create sets server fields and defaults", clientGoCreate},

@@ -3,3 +3,8 @@
 // an upstream Kubernetes API server would show. Every test is named
 // TestIntegration... and skips under -short; the manifests live in testdata.
 package e2e
+
+// apiOnly starts `kubebus server` without its controller-manager: the API
+// server's tests check the API's own semantics, which controllers acting on
+// the same objects (creating ReplicaSets, writing status) would blur.
+var apiOnly = []string{"--disable-controller-manager"}

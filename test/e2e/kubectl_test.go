@@ -30,7 +30,7 @@ import (
 // on the objects earlier ones applied.
 func TestIntegrationKubectl(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "")
+	s := harness.StartServer(t, "", apiOnly...)
 	binaries := []struct {
 		name string
 		ns   string

@@ -130,7 +130,7 @@ func TestIntegrationRestart(t *testing.T) {
 
 func testRestart(t *testing.T, restart func(*testing.T, *harness.Server)) {
 	ctx := t.Context()
-	s := harness.StartServer(t, "")
+	s := harness.StartServer(t, "", apiOnly...)
 	cs := s.Clientset(t)
 
 	before := map[string]metav1.Object{}

@@ -1,0 +1,61 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebus/kubebus/test/harness"
+)
+
+// BenchmarkReplicaSet5000: seconds from creating a ReplicaSet of 5,000
+// replicas until its status counts 5,000 pods (every pod object exists),
+// on the all-in-one server with its in-process controller-manager.
+func BenchmarkReplicaSet5000(b *testing.B) {
+	const replicas = 5000
+	for iter := 0; iter < b.N; iter++ {
+		s := harness.StartServer(b, "")
+		cs := s.Clientset(b)
+		ctx := context.Background()
+		n := int32(replicas)
+		labels := map[string]string{"app": "big"}
+		rs := &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "big"},
+			Spec: appsv1.ReplicaSetSpec{Replicas: &n, Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}},
+		}
+		// Wait until the controller-manager leads, so its start-up is not timed.
+		harness.Eventually(b, 30*time.Second, func() error {
+			_, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+			return err
+		})
+		b.ResetTimer()
+		start := time.Now()
+		if _, err := cs.AppsV1().ReplicaSets("default").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		harness.Eventually(b, 5*time.Minute, func() error {
+			got, err := cs.AppsV1().ReplicaSets("default").Get(ctx, "big", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got.Status.Replicas != replicas {
+				return errNotYet
+			}
+			return nil
+		})
+		b.StopTimer()
+		b.ReportMetric(time.Since(start).Seconds(), "s-until-5000-pods")
+	}
+}
+
+type notYet struct{}
+
+func (notYet) Error() string { return "not yet" }
+
+var errNotYet = notYet{}
