@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 )
 
 // Run executes the command line args.
@@ -47,6 +48,10 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentPreRun = func(*cobra.Command, []string) {
+		// client-go logs through klog; send it to the same structured log.
+		klog.SetSlogLogger(g.logger())
+	}
 	root.AddCommand(newServerCmd(g), newAPIServerCmd(g), newControllerManagerCmd(g))
 	root.AddCommand(newTapCmd(g))
 	return root
