@@ -27,7 +27,7 @@ import (
 
 // noServerKCM keeps `kubebus server` from running its own controller-manager:
 // the test runs the controllers under test itself.
-const noServerKCM = "--disable-controller-manager"
+var noServerKCM = []string{"--disable-controller-manager", "--disable-scheduler"}
 
 // startControllers runs the ReplicaSet and Deployment controllers on
 // bus-fed caches under a Manager, as the controller-manager would, until the
@@ -295,7 +295,7 @@ func waitRolledOut(t *testing.T, s *harness.Server, cs kubernetes.Interface, ns,
 // revisionHistoryLimit, pause and resume.
 func TestIntegrationDeployment(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", noServerKCM)
+	s := harness.StartServer(t, "", noServerKCM...)
 	cs := startControllers(t, s)
 	kubectl := harness.Kubectl(t)
 	const ns = "roll"
@@ -499,7 +499,7 @@ spec:
 // ProgressDeadlineExceeded and kubectl rollout status fails.
 func TestIntegrationDeploymentRecreateAndDeadline(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", noServerKCM)
+	s := harness.StartServer(t, "", noServerKCM...)
 	cs := startControllers(t, s)
 	kubectl := harness.Kubectl(t)
 

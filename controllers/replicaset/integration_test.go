@@ -27,7 +27,7 @@ import (
 
 // noServerKCM keeps `kubebus server` from running its own controller-manager:
 // the test runs the controllers under test itself.
-const noServerKCM = "--disable-controller-manager"
+var noServerKCM = []string{"--disable-controller-manager", "--disable-scheduler"}
 
 // startController runs the ReplicaSet controller on bus-fed caches under a
 // Manager until the test ends.
@@ -189,7 +189,7 @@ spec:
 // status follows; a ReplicaSet being deleted creates nothing.
 func TestIntegrationReplicaSet(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", noServerKCM)
+	s := harness.StartServer(t, "", noServerKCM...)
 	cs := startController(t, s)
 	kubectl := harness.Kubectl(t)
 	const ns = "rs"
@@ -326,7 +326,7 @@ func TestIntegrationReplicaSet(t *testing.T) {
 // only after minReadySeconds, without any further event.
 func TestIntegrationReplicaSetMinReadySeconds(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", noServerKCM)
+	s := harness.StartServer(t, "", noServerKCM...)
 	cs := startController(t, s)
 	kubectl := harness.Kubectl(t)
 	const ns = "slow"

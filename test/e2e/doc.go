@@ -4,7 +4,8 @@
 // TestIntegration... and skips under -short; the manifests live in testdata.
 package e2e
 
-// apiOnly starts `kubebus server` without its controller-manager: the API
-// server's tests check the API's own semantics, which controllers acting on
-// the same objects (creating ReplicaSets, writing status) would blur.
-var apiOnly = []string{"--disable-controller-manager"}
+// apiOnly starts `kubebus server` without its controller-manager and
+// scheduler: the API server's tests check the API's own semantics, which
+// components acting on the same objects (creating ReplicaSets, writing
+// status, binding pods) would blur.
+var apiOnly = []string{"--disable-controller-manager", "--disable-scheduler"}

@@ -23,6 +23,8 @@ type serverOptions struct {
 	tokenFile  string
 	kcm        kcm.Options
 	noKCM      bool
+	noSched    bool
+	schedCfg   string
 	bus        bus.StreamLimits
 	dataDir    string
 	port       int
@@ -72,6 +74,9 @@ Restarting with the same --data-dir keeps every object.`,
 				select {
 				case addr := <-listening:
 					fmt.Fprintf(cmd.OutOrStdout(), "kubebus is ready at https://%s\n  export KUBECONFIG=%s\n  bus: %s\n", addr, kubeconfig, ns.URL())
+					if !o.noSched {
+						go func() { _ = runScheduler(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.schedCfg) }()
+					}
 					if !o.noKCM {
 						_ = runControllerManager(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.kcm)
 					}
@@ -95,6 +100,8 @@ Restarting with the same --data-dir keeps every object.`,
 	addBusFlags(f, &o.bus)
 	addControllerManagerFlags(f, &o.kcm)
 	f.BoolVar(&o.noKCM, "disable-controller-manager", false, "do not run the controller-manager in this process")
+	f.BoolVar(&o.noSched, "disable-scheduler", false, "do not run the scheduler in this process")
+	f.StringVar(&o.schedCfg, "scheduler-config", "", "KubeSchedulerConfiguration file for the in-process scheduler")
 	f.IntVar(&o.natsPort, "nats-port", 4222, "embedded NATS port on 127.0.0.1 (-1 picks a free one)")
 	return cmd
 }

@@ -1,0 +1,126 @@
+package shell
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/kubebus/kubebus/bus/informer"
+)
+
+// addHandlers keeps the snapshot and the queue from the informers. The
+// handlers run on the informers' goroutines; the snapshot is touched only
+// under s.mu, between cycles.
+func (s *Scheduler) addHandlers() {
+	s.nodes.AddHandler(informer.HandlerFuncs[*corev1.Node]{
+		AddFunc: func(n *corev1.Node) {
+			s.mu.Lock()
+			s.snap.AddNode(n)
+			s.mu.Unlock()
+			s.queue.MoveAll()
+		},
+		UpdateFunc: func(old, n *corev1.Node) {
+			s.mu.Lock()
+			s.snap.UpdateNode(n)
+			s.mu.Unlock()
+			if nodeChanged(old, n) {
+				s.queue.MoveAll()
+			}
+		},
+		DeleteFunc: func(n *corev1.Node) {
+			s.mu.Lock()
+			s.snap.RemoveNode(n.Name)
+			s.mu.Unlock()
+		},
+	})
+	s.pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
+		AddFunc:    func(p *corev1.Pod) { s.podChanged(nil, p) },
+		UpdateFunc: func(old, p *corev1.Pod) { s.podChanged(old, p) },
+		DeleteFunc: s.podDeleted,
+	})
+	s.namespaces.AddHandler(informer.HandlerFuncs[*corev1.Namespace]{
+		AddFunc: func(ns *corev1.Namespace) {
+			s.mu.Lock()
+			s.snap.SetNamespace(ns)
+			s.mu.Unlock()
+		},
+		UpdateFunc: func(_, ns *corev1.Namespace) {
+			s.mu.Lock()
+			s.snap.SetNamespace(ns)
+			s.mu.Unlock()
+			s.queue.MoveAll()
+		},
+		DeleteFunc: func(ns *corev1.Namespace) {
+			s.mu.Lock()
+			s.snap.RemoveNamespace(ns.Name)
+			s.mu.Unlock()
+		},
+	})
+}
+
+// nodeChanged reports a change that may let a pod fit: labels, taints,
+// unschedulable, allocatable or images.
+func nodeChanged(old, n *corev1.Node) bool {
+	return !equality.Semantic.DeepEqual(old.Labels, n.Labels) ||
+		!equality.Semantic.DeepEqual(old.Spec, n.Spec) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, n.Status.Allocatable) ||
+		len(old.Status.Images) != len(n.Status.Images)
+}
+
+func (s *Scheduler) responsible(p *corev1.Pod) bool {
+	_, ok := s.profiles[p.Spec.SchedulerName]
+	return ok
+}
+
+func terminated(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func (s *Scheduler) podChanged(old, p *corev1.Pod) {
+	if p.Spec.NodeName != "" {
+		// Bound (by us or anyone): the cache holds it; an assumed pod is
+		// confirmed. A pod that finished frees its node.
+		s.mu.Lock()
+		s.snap.AddPod(p)
+		s.mu.Unlock()
+		s.queue.Delete(p)
+		if terminated(p) && (old == nil || !terminated(old)) {
+			s.queue.MoveAll()
+		}
+		return
+	}
+	if !s.responsible(p) || terminated(p) {
+		return
+	}
+	s.mu.Lock()
+	_, assumed := s.snap.NodeNameOf(p)
+	if !assumed {
+		if n := p.Status.NominatedNodeName; n != "" {
+			s.snap.AddNominatedPod(p, n)
+		} else {
+			s.snap.RemoveNominatedPod(p)
+		}
+	}
+	s.mu.Unlock()
+	switch {
+	case assumed:
+		// Being bound: an update of the pending object must not queue it
+		// again.
+	case p.DeletionTimestamp != nil:
+		s.queue.Delete(p)
+	case old == nil || !equality.Semantic.DeepEqual(old.Spec, p.Spec) || !equality.Semantic.DeepEqual(old.Labels, p.Labels):
+		s.queue.Add(p)
+	default:
+		s.queue.Update(p)
+	}
+}
+
+func (s *Scheduler) podDeleted(p *corev1.Pod) {
+	s.mu.Lock()
+	removed := s.snap.RemovePod(p)
+	s.snap.RemoveNominatedPod(p)
+	s.mu.Unlock()
+	s.queue.Delete(p)
+	if removed {
+		s.queue.MoveAll()
+	}
+}

@@ -1,0 +1,177 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebus/kubebus/scheduler/cycle"
+	"github.com/kubebus/kubebus/scheduler/framework"
+	"github.com/kubebus/kubebus/scheduler/queue"
+)
+
+// Run schedules pods until ctx ends (the Manager runs it while leading).
+func (s *Scheduler) Run(ctx context.Context) {
+	s.log.Info("scheduling")
+	defer s.binds.Wait()
+	for {
+		qp, err := s.queue.Pop(ctx)
+		if err != nil {
+			return
+		}
+		s.scheduleOne(ctx, qp)
+	}
+}
+
+// scheduleOne runs one cycle for a popped pod and starts its binding.
+func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) {
+	pod, ok := s.pods.Get(qp.Pod.Namespace, qp.Pod.Name)
+	if !ok || pod.UID != qp.Pod.UID || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || !s.responsible(pod) {
+		s.queue.Forget(qp.Pod)
+		return
+	}
+	prof := s.profiles[pod.Spec.SchedulerName]
+
+	s.mu.Lock()
+	if _, assumed := s.snap.NodeNameOf(pod); assumed {
+		s.mu.Unlock()
+		s.queue.Forget(pod)
+		return
+	}
+	res, err := cycle.Schedule(ctx, prof, s.snap, pod, cycle.Options{StartIndex: s.next, Parallelism: s.parallelism})
+	s.next = res.NextStartIndex
+	var assumed *corev1.Pod
+	if err == nil {
+		assumed = pod.DeepCopy()
+		assumed.Spec.NodeName = res.Node
+		s.snap.AddPod(assumed)
+	}
+	s.mu.Unlock()
+
+	var fit *framework.FitError
+	switch {
+	case err == nil:
+		s.binds.Add(1)
+		go func() {
+			defer s.binds.Done()
+			s.bind(ctx, qp, pod, assumed)
+		}()
+	case errors.As(err, &fit):
+		s.log.Debug("unschedulable", "pod", framework.PodKey(pod), "reason", err)
+		s.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", err.Error())
+		nominated := pod.Status.NominatedNodeName
+		if res.Preemption != nil {
+			nominated = s.preempt(ctx, pod, res)
+		}
+		s.setUnschedulable(ctx, pod, err.Error(), nominated)
+		s.queue.Unschedulable(qp)
+	default:
+		s.log.Info("scheduling failed", "pod", framework.PodKey(pod), "err", err)
+		s.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", err.Error())
+		s.queue.Backoff(qp)
+	}
+}
+
+// bind writes the Binding; on failure it forgets the assumption and
+// retries after a backoff.
+func (s *Scheduler) bind(ctx context.Context, qp queue.Queued, pod, assumed *corev1.Pod) {
+	err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: assumed.Spec.NodeName},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		s.mu.Lock()
+		s.snap.RemovePod(assumed)
+		s.mu.Unlock()
+		s.queue.MoveAll() // the room it held is free again
+		if apierrors.IsNotFound(err) || ctx.Err() != nil {
+			s.queue.Forget(pod)
+			return
+		}
+		s.log.Info("binding failed", "pod", framework.PodKey(pod), "node", assumed.Spec.NodeName, "err", err)
+		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "Binding rejected: %v", err)
+		s.queue.Backoff(qp)
+		return
+	}
+	s.queue.Forget(pod)
+	s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, assumed.Spec.NodeName)
+}
+
+// setUnschedulable records PodScheduled=False/Unschedulable and the
+// nominated node unless the pod already says so.
+func (s *Scheduler) setUnschedulable(ctx context.Context, pod *corev1.Pod, msg, nominated string) {
+	if pod.Status.NominatedNodeName == nominated {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && c.Message == msg {
+				return
+			}
+		}
+	}
+	p := pod.DeepCopy()
+	p.Status.NominatedNodeName = nominated
+	setCondition(p, corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: msg, LastTransitionTime: metav1.Now(),
+	})
+	if _, err := s.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		s.log.Info("recording the PodScheduled condition", "pod", framework.PodKey(pod), "err", err)
+	}
+}
+
+func setCondition(p *corev1.Pod, c corev1.PodCondition) {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == c.Type {
+			if p.Status.Conditions[i].Status == c.Status {
+				c.LastTransitionTime = p.Status.Conditions[i].LastTransitionTime
+			}
+			p.Status.Conditions[i] = c
+			return
+		}
+	}
+	p.Status.Conditions = append(p.Status.Conditions, c)
+}
+
+// preempt carries out a preemption plan: mark and gracefully delete the
+// victims, nominate the pod in the snapshot, and clear the nominations
+// that no longer hold. It returns the nominated node for the pod's status.
+func (s *Scheduler) preempt(ctx context.Context, pod *corev1.Pod, res cycle.Result) string {
+	plan := res.Preemption
+	for _, v := range plan.Victims {
+		vc := v.DeepCopy()
+		setCondition(vc, corev1.PodCondition{
+			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler",
+			Message: fmt.Sprintf("%s: preempting to accommodate a higher priority pod", EventComponent), LastTransitionTime: metav1.Now(),
+		})
+		if _, err := s.client.CoreV1().Pods(vc.Namespace).UpdateStatus(ctx, vc, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			s.log.Debug("marking a victim", "pod", framework.PodKey(v), "err", err)
+		}
+		if err := s.client.CoreV1().Pods(v.Namespace).Delete(ctx, v.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &v.UID}}); err != nil && !apierrors.IsNotFound(err) {
+			s.log.Info("preempting", "victim", framework.PodKey(v), "err", err)
+			continue
+		}
+		s.recorder.Eventf(v, corev1.EventTypeNormal, "Preempted", "Preempted by pod %s on node %s", pod.UID, plan.NominatedNode)
+	}
+	for _, p := range plan.ClearNominated {
+		s.nominate(ctx, p, "")
+	}
+	s.mu.Lock()
+	s.snap.AddNominatedPod(pod, plan.NominatedNode)
+	s.mu.Unlock()
+	return plan.NominatedNode
+}
+
+func (s *Scheduler) nominate(ctx context.Context, pod *corev1.Pod, node string) {
+	latest, ok := s.pods.Get(pod.Namespace, pod.Name)
+	if !ok || latest.Status.NominatedNodeName == node {
+		return
+	}
+	p := latest.DeepCopy()
+	p.Status.NominatedNodeName = node
+	if _, err := s.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		s.log.Info("setting nominatedNodeName", "pod", framework.PodKey(pod), "node", node, "err", err)
+	}
+}
