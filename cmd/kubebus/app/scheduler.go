@@ -77,6 +77,12 @@ func runScheduler(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL, 
 	}
 	c, err := loadSchedulerConfig(configFile)
 	if err == nil {
+		if configFile == "" {
+			// In process the scheduler talks to its own API server: upstream's
+			// 50 QPS client limit would only throttle it, as for the
+			// controller-manager.
+			c.ClientConnection.QPS, c.ClientConnection.Burst = 1000, 2000
+		}
 		err = shell.Run(ctx, shell.Options{REST: cfg, NATSURL: natsURL, Config: c, Logger: log.With("component", "scheduler")})
 	}
 	if err != nil && ctx.Err() == nil {
