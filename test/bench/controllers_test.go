@@ -59,3 +59,58 @@ type notYet struct{}
 func (notYet) Error() string { return "not yet" }
 
 var errNotYet = notYet{}
+
+// BenchmarkDeployment1000Running: seconds from creating a Deployment of
+// 1,000 replicas until it reports 1,000 available, on 100 hollow nodes
+// (`kubebus kubelet --simulate=100`), through the controller-manager, the
+// scheduler and the hollow kubelets of the all-in-one server.
+func BenchmarkDeployment1000Running(b *testing.B) {
+	const replicas = 1000
+	for iter := 0; iter < b.N; iter++ {
+		s := harness.StartServer(b, "")
+		cs := s.Clientset(b)
+		ctx := context.Background()
+		harness.StartProcess(b, "kubelet", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(b), "--simulate=100")
+		harness.Eventually(b, time.Minute, func() error {
+			nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			ready := 0
+			for _, n := range nodes.Items {
+				for _, c := range n.Status.Conditions {
+					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+			if ready != 100 {
+				return errNotYet
+			}
+			return nil
+		})
+		n := int32(replicas)
+		labels := map[string]string{"app": "run"}
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "run"}, Spec: appsv1.DeploymentSpec{
+			Replicas: &n, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}}}
+		b.ResetTimer()
+		start := time.Now()
+		if _, err := cs.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		harness.Eventually(b, 5*time.Minute, func() error {
+			got, err := cs.AppsV1().Deployments("default").Get(ctx, "run", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got.Status.AvailableReplicas != replicas {
+				return errNotYet
+			}
+			return nil
+		})
+		b.StopTimer()
+		b.ReportMetric(time.Since(start).Seconds(), "s-until-1000-running")
+	}
+}
