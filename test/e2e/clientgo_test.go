@@ -371,7 +371,7 @@ func clientGoFieldSelectors(t *testing.T, ctx context.Context, cs *kubernetes.Cl
 	for _, tc := range tests {
 		t.Run(tc.resource+" "+tc.selector, func(t *testing.T) {
 			if strings.Contains(tc.selector, "status.phase") && !phaseStored {
-				t.Skip("no pod has phase Running: UpdateStatus did not store it")
+				t.Fatal("no pod has phase Running: UpdateStatus did not store it")
 			}
 			opts := metav1.ListOptions{FieldSelector: tc.selector}
 			var got []string
