@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"context"
+	"github.com/kubebus/kubebus/controllers/endpointutil"
 	"log/slog"
 	"testing"
 
@@ -162,7 +163,7 @@ func TestServicesForAndPodChanged(t *testing.T) {
 		newService(func(s *corev1.Service) { s.Name = "manual"; s.Spec.Selector = nil }),
 		newService(func(s *corev1.Service) { s.Name = "elsewhere"; s.Namespace = "other" }),
 	)
-	if got := servicesFor(services, newPod("a", "10.0.0.1", true)); len(got) != 2 {
+	if got := endpointutil.ServicesFor(services, newPod("a", "10.0.0.1", true)); len(got) != 2 {
 		t.Fatalf("services for pod = %d, want 2", len(got))
 	}
 	old := newPod("a", "10.0.0.1", true)
@@ -181,7 +182,7 @@ func TestServicesForAndPodChanged(t *testing.T) {
 	for _, tc := range tests {
 		pod := old.DeepCopy()
 		tc.mut(pod)
-		if got := podChanged(old, pod); got != tc.want {
+		if got := endpointutil.PodChanged(old, pod); got != tc.want {
 			t.Errorf("%s: podChanged = %v, want %v", tc.name, got, tc.want)
 		}
 	}

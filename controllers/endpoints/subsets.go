@@ -3,6 +3,7 @@ package endpoints
 import (
 	"cmp"
 	"fmt"
+	"github.com/kubebus/kubebus/controllers/endpointutil"
 	"net/netip"
 	"slices"
 	"strings"
@@ -24,11 +25,6 @@ const (
 	// MaxAddresses is how many addresses an Endpoints lists at most.
 	MaxAddresses = 1000
 )
-
-// selects reports whether the controller maintains Endpoints for svc.
-func selects(svc *corev1.Service) bool {
-	return len(svc.Spec.Selector) > 0 && svc.Spec.Type != corev1.ServiceTypeExternalName
-}
 
 // desiredLabels are the service's labels plus the controller's.
 func desiredLabels(svc *corev1.Service) map[string]string {
@@ -68,7 +64,7 @@ func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) (subsets []corev1.E
 		if ip == "" {
 			continue
 		}
-		a := address{addr: endpointAddress(svc, pod, ip), ready: tolerateUnready || podReady(pod)}
+		a := address{addr: endpointAddress(svc, pod, ip), ready: tolerateUnready || endpointutil.PodReady(pod)}
 		if len(svc.Spec.Ports) == 0 {
 			if svc.Spec.ClusterIP != corev1.ClusterIPNone {
 				continue // a service with a cluster IP and no ports has no endpoints
@@ -207,16 +203,6 @@ func inEndpoints(pod *corev1.Pod, includeTerminating bool) bool {
 		return false
 	}
 	return true
-}
-
-// podReady reports whether the pod's Ready condition is True.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // serviceFamily is the service's primary IP family, or "" when unknown.

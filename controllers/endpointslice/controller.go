@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubebus/kubebus/controllers/endpointutil"
 	"log/slog"
 	"maps"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -112,14 +112,14 @@ func New(cfg Config) (*controllers.Controller, error) {
 		DeleteFunc: sliceChanged,
 	})
 	podServices := func(pod *corev1.Pod) {
-		for _, svc := range servicesFor(r.services, pod) {
+		for _, svc := range endpointutil.ServicesFor(r.services, pod) {
 			enqueue(svc.Namespace, svc.Name)
 		}
 	}
 	cfg.Pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
 		AddFunc: podServices,
 		UpdateFunc: func(old, pod *corev1.Pod) {
-			if !podChanged(old, pod) {
+			if !endpointutil.PodChanged(old, pod) {
 				return
 			}
 			podServices(pod)
@@ -132,34 +132,11 @@ func New(cfg Config) (*controllers.Controller, error) {
 	return c, nil
 }
 
-// servicesFor returns the services whose selector matches the pod.
-func servicesFor(services serviceLister, pod *corev1.Pod) []*corev1.Service {
-	var out []*corev1.Service
-	for _, svc := range services.ListNamespace(pod.Namespace) {
-		if selects(svc) && labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
-			out = append(out, svc)
-		}
-	}
-	return out
-}
-
-// podChanged reports whether an update can change any slice.
-func podChanged(old, pod *corev1.Pod) bool {
-	return !maps.Equal(old.Labels, pod.Labels) ||
-		old.Status.PodIP != pod.Status.PodIP ||
-		!slices.Equal(old.Status.PodIPs, pod.Status.PodIPs) ||
-		podReady(old) != podReady(pod) ||
-		old.Status.Phase != pod.Status.Phase ||
-		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||
-		old.Spec.NodeName != pod.Spec.NodeName ||
-		old.Spec.Hostname != pod.Spec.Hostname || old.Spec.Subdomain != pod.Spec.Subdomain
-}
-
 // Reconcile makes the service's slices list its pods.
 func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (controllers.Result, error) {
 	existing := r.slices.ByIndex(cache.ByServiceName, req.Namespace+"/"+req.Name)
 	svc, ok := r.services.Get(req.Namespace, req.Name)
-	if !ok || !selects(svc) {
+	if !ok || !endpointutil.Selects(svc) {
 		// The owner reference lets the garbage collector do this too; doing
 		// it here also covers a selector that was removed.
 		var errs []error

@@ -3,6 +3,7 @@ package endpointslice
 import (
 	"cmp"
 	"fmt"
+	"github.com/kubebus/kubebus/controllers/endpointutil"
 	"net/netip"
 	"slices"
 	"strings"
@@ -11,11 +12,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
-
-// selects reports whether the controller maintains slices for svc.
-func selects(svc *corev1.Service) bool {
-	return len(svc.Spec.Selector) > 0 && svc.Spec.Type != corev1.ServiceTypeExternalName
-}
 
 // addressTypes are the slices' address types for svc, primary first.
 func addressTypes(svc *corev1.Service) []discoveryv1.AddressType {
@@ -46,15 +42,6 @@ func inSlices(pod *corev1.Pod) bool {
 	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // podAddress returns the pod's first IP of the address type.
 func podAddress(pod *corev1.Pod, at discoveryv1.AddressType) string {
 	ips := make([]string, 0, len(pod.Status.PodIPs)+1)
@@ -83,7 +70,7 @@ func podEndpoint(svc *corev1.Service, pod *corev1.Pod, at discoveryv1.AddressTyp
 	if ip == "" {
 		return discoveryv1.Endpoint{}, false
 	}
-	serving := svc.Spec.PublishNotReadyAddresses || podReady(pod)
+	serving := svc.Spec.PublishNotReadyAddresses || endpointutil.PodReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	// A terminating pod is never ready, unless the service publishes
 	// unready addresses.
