@@ -15,7 +15,7 @@ import (
 )
 
 // TestIntegrationNodeFailureReschedules: two groups of hollow nodes; the
-// process running one group is killed; its nodes stop renewing their leases,
+// process running one group (one node) is killed; its node stops renewing its lease,
 // become Unknown and tainted, their pods are evicted when their toleration
 // runs out, and the Deployment's replacements are scheduled on the nodes that
 // still report.
@@ -24,12 +24,15 @@ func TestIntegrationNodeFailureReschedules(t *testing.T) {
 	s := harness.StartServer(t, "", "--node-monitor-grace-period=4s")
 	cs := s.Clientset(t)
 	ctx := context.Background()
-	kubelet := func(prefix string) *harness.Process {
+	// One node fails and three stay: NoExecute taints are rate-limited per
+	// zone (0.1 nodes/s, as upstream), so a single failed node is tainted at
+	// once while several would be spread over tens of seconds.
+	kubelet := func(prefix string, n int) *harness.Process {
 		return harness.StartProcess(t, "kubelet", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t),
-			"--simulate=2", "--node-name-prefix", prefix, "--instance", prefix)
+			fmt.Sprintf("--simulate=%d", n), "--node-name-prefix", prefix, "--instance", prefix)
 	}
-	doomed := kubelet("doomed-")
-	kubelet("steady-")
+	doomed := kubelet("doomed-", 1)
+	kubelet("steady-", 3)
 	harness.Eventually(t, 30*time.Second, func() error {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -102,7 +105,7 @@ func TestIntegrationNodeFailureReschedules(t *testing.T) {
 	doomed.Kill()
 	killed := time.Now()
 	harness.Eventually(t, time.Minute, func() error {
-		for _, name := range []string{"doomed-0", "doomed-1"} {
+		for _, name := range []string{"doomed-0"} {
 			n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -120,7 +123,7 @@ func TestIntegrationNodeFailureReschedules(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("both failed nodes Unknown and tainted %v after the kill", time.Since(killed))
+	t.Logf("the failed node is Unknown and tainted %v after the kill", time.Since(killed))
 	harness.Eventually(t, 2*time.Minute, func() error {
 		dd, ds, err := placement()
 		if err != nil {
