@@ -33,6 +33,9 @@ type Config struct {
 	NodeInfo corev1.NodeSystemInfo
 	// Workers is the size of the pool that writes pod status (default 32).
 	Workers int
+	// LeaseInterval and StatusInterval pace every node's lease renewals
+	// and status posts (default 10s each, as a kubelet).
+	LeaseInterval, StatusInterval time.Duration
 	// Instance is appended to the informers' durable names.
 	Instance string
 	Clock    clock.WithTicker
@@ -87,6 +90,7 @@ func Run(ctx context.Context, c Config) error {
 			Config: node.Config{Name: name, InternalIP: NodeIP(i), Capacity: c.Capacity, NodeInfo: c.NodeInfo,
 				Labels: map[string]string{corev1.LabelInstanceTypeStable: "hollow"}},
 			Client: c.Client, Clock: c.Clock, Logger: c.Logger,
+			LeaseInterval: c.LeaseInterval, StatusInterval: c.StatusInterval,
 		}
 		inf, err := informer.New(informer.Config[*corev1.Pod]{
 			JetStream: c.JetStream, Component: "kubelet", Resource: "pods", Node: name, Instance: c.Instance,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ func newKubeletCmd(g *globals) *cobra.Command {
 		nodes, workers                                                int
 		pods                                                          int64
 		qps                                                           float32
+		leaseEvery, statusEvery                                       time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet",
@@ -59,6 +61,7 @@ pods for good, as a kubelet does once their containers are gone.`,
 			}
 			return simulate.Run(cmd.Context(), simulate.Config{
 				Client: client, JetStream: js, Nodes: nodes, Prefix: prefix, Capacity: capacity, Workers: workers, Instance: instance,
+				LeaseInterval: leaseEvery, StatusInterval: statusEvery,
 				NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.33.0-kubebus", KubeProxyVersion: "v1.33.0-kubebus", ContainerRuntimeVersion: "simulated://1",
 					OSImage: "kubebus hollow node", KernelVersion: "simulated", OperatingSystem: "linux", Architecture: runtime.GOARCH},
 				Logger: g.logger(),
@@ -76,6 +79,8 @@ pods for good, as a kubelet does once their containers are gone.`,
 	f.Int64Var(&pods, "pods", 110, "pod capacity of each hollow node")
 	f.IntVar(&workers, "workers", 32, "workers writing pod status, shared by all hollow nodes")
 	f.Float32Var(&qps, "kube-api-qps", 500, "API requests per second, shared by all hollow nodes (burst twice that)")
+	f.DurationVar(&leaseEvery, "node-lease-renew-interval", 10*time.Second, "how often each node renews its Lease in kube-node-lease")
+	f.DurationVar(&statusEvery, "node-status-update-frequency", 10*time.Second, "how often each node posts its status")
 	f.StringVar(&instance, "instance", "", "name of this process for its bus consumers (default the hostname)")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
