@@ -10,6 +10,8 @@ command -v runc >/dev/null || need_apt+=(runc)
 command -v nft >/dev/null || need_apt+=(nftables)
 command -v ip >/dev/null || need_apt+=(iproute2)
 [ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || need_apt+=(containernetworking-plugins)
+# The runtime tests build a busybox image from the host's static busybox.
+[ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' || need_apt+=(busybox-static)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
