@@ -31,6 +31,9 @@ type Config struct {
 	// ContainerRuntimeVersion, OSImage, KernelVersion, OperatingSystem,
 	// Architecture).
 	NodeInfo corev1.NodeSystemInfo
+	// KubeletPort is where the kubelet serves logs (0: none), reported in
+	// status.daemonEndpoints so the API server can reach it.
+	KubeletPort int32
 }
 
 func (c *Config) validate() error {
@@ -56,6 +59,9 @@ type Health struct {
 	MemoryPressure, DiskPressure, PIDPressure bool
 	// NotReady, when set, is the reason the node is not ready.
 	NotReady string
+	// Images are the images the node holds (nil: not reported, the
+	// current list stays).
+	Images []corev1.ContainerImage
 }
 
 // New returns the Node object to register.
@@ -87,7 +93,13 @@ func Status(c Config, h Health, cur corev1.NodeStatus, now time.Time) (corev1.No
 	info.MachineID, info.SystemUUID, info.BootID = cur.NodeInfo.MachineID, cur.NodeInfo.SystemUUID, cur.NodeInfo.BootID
 	st.NodeInfo = info
 	st.Phase = ""
-	changed := !equality.Semantic.DeepEqual(st.Capacity, cur.Capacity) || !equality.Semantic.DeepEqual(st.Allocatable, cur.Allocatable) ||
+	if c.KubeletPort > 0 {
+		st.DaemonEndpoints.KubeletEndpoint.Port = c.KubeletPort
+	}
+	if h.Images != nil {
+		st.Images = h.Images
+	}
+	changed := st.DaemonEndpoints != cur.DaemonEndpoints || !equality.Semantic.DeepEqual(st.Images, cur.Images) || !equality.Semantic.DeepEqual(st.Capacity, cur.Capacity) || !equality.Semantic.DeepEqual(st.Allocatable, cur.Allocatable) ||
 		!equality.Semantic.DeepEqual(st.Addresses, cur.Addresses) || st.NodeInfo != cur.NodeInfo
 
 	ts := metav1.NewTime(now.Truncate(time.Second))

@@ -1,0 +1,21 @@
+// Package server is the kubelet's HTTPS endpoint (port 10250 by default).
+// It serves container logs to the API server, which proxies pods/log to it,
+// and /healthz.
+//
+// Every connection must present a client certificate signed by the cluster
+// CA (tls.RequireAndVerifyClientCert); the API server dials with its
+// kubelet client certificate and verifies the kubelet's serving
+// certificate against the same CA. IssueServingCert issues that serving
+// certificate from the CA's certificate and key files: in the all-in-one
+// `kubebus server` the in-process kubelet is handed DATA_DIR/pki/ca.crt and
+// ca.key; a kubelet on another machine needs either a copy of the CA key
+// (a shared-CA setup) or a serving certificate issued for it beforehand
+// (Config.CertFile and Config.KeyFile).
+//
+// Logs are found through a LogLocator the caller supplies. A log file holds
+// the container's raw stdout and stderr, with no per-line timestamps, so
+// timestamps=true is accepted and ignored, and sinceSeconds/sinceTime are
+// best effort: when the file was last written before the cutoff nothing is
+// returned, otherwise the whole file (or its tail) is, which may include
+// older lines.
+package server
