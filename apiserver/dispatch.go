@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -63,7 +64,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, err)
 		return
 	}
-	release, err := s.limit(ri.Verb)
+	release, err := s.limit(ri)
 	if err != nil {
 		s.writeError(rec, r, err)
 		return
@@ -160,6 +161,10 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri RequestInfo
 	case resource.Binding:
 		if ri.Verb == "create" {
 			return s.bind(w, r, ri, res)
+		}
+	case resource.Log:
+		if ri.Verb == "get" && res.GVK == corev1.SchemeGroupVersion.WithKind("Pod") {
+			return s.podLog(w, r, ri, res)
 		}
 	}
 	return notAllowed

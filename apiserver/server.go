@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,10 @@ type Config struct {
 	Profiling bool
 	// WatchBookmarkInterval is how often watches that allow bookmarks get one.
 	WatchBookmarkInterval time.Duration
+	// KubeletTLS is how pods/log dials kubelets: a client certificate they
+	// accept and the CA their serving certificates chain to (see
+	// KubeletClientTLS). Nil makes pods/log fail with an internal error.
+	KubeletTLS *tls.Config
 }
 
 func (c *Config) validate() error {
@@ -91,6 +96,7 @@ type Server struct {
 	readOnly chan struct{}
 	mutating chan struct{}
 	handler  http.Handler
+	kubelet  *http.Client // nil without Config.KubeletTLS
 
 	hubsMu sync.Mutex
 	hubs   map[*resource.Resource]*hub
@@ -107,6 +113,7 @@ func New(cfg Config) (*Server, error) {
 		hubs:     map[*resource.Resource]*hub{},
 		readOnly: make(chan struct{}, cfg.MaxRequestsInFlight),
 		mutating: make(chan struct{}, cfg.MaxMutatingRequestsInFlight),
+		kubelet:  newKubeletClient(cfg.KubeletTLS),
 	}
 	for _, res := range cfg.Resources {
 		gvr := res.GVK.GroupVersion().WithResource(res.Plural)
@@ -200,10 +207,14 @@ func (s *Server) lookup(ri RequestInfo) (*resource.Resource, error) {
 	return res, nil
 }
 
-// limit takes an in-flight slot or fails with 429.
-func (s *Server) limit(verb string) (release func(), err error) {
+// limit takes an in-flight slot or fails with 429. Long-running requests
+// (watches and pods/log) take none, as upstream.
+func (s *Server) limit(ri RequestInfo) (release func(), err error) {
+	if ri.Subresource == string(resource.Log) {
+		return func() {}, nil
+	}
 	ch := s.readOnly
-	switch verb {
+	switch ri.Verb {
 	case "create", "update", "patch", "delete", "deletecollection":
 		ch = s.mutating
 	case "watch":

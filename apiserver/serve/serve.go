@@ -113,6 +113,16 @@ func Run(ctx context.Context, o Options) error {
 		tapHandler := tap.Handler(js, o.Logger.With("component", "tap"))
 		mounts = append(mounts, func(r chi.Router) { r.Handle(tap.EndpointPath, tapHandler) })
 	}
+	// pods/log dials kubelets with this client certificate and verifies
+	// their serving certificates against the cluster CA.
+	kubeletCert, kubeletKey, err := bundle.IssueClient(apiserver.KubeletClientUser, nil)
+	if err != nil {
+		return fmt.Errorf("kubelet client certificate: %w", err)
+	}
+	kubeletTLS, err := apiserver.KubeletClientTLS(kubeletCert, kubeletKey, bundle.CA)
+	if err != nil {
+		return err
+	}
 	authn := auth.Chain{auth.ClientCert{}}
 	if o.TokenFile != "" {
 		toks, err := auth.LoadTokenFile(o.TokenFile)
@@ -128,6 +138,7 @@ func Run(ctx context.Context, o Options) error {
 		ReadyChecks:   checks,
 		Profiling:     !o.NoProfiling,
 		Mount:         mounts,
+		KubeletTLS:    kubeletTLS,
 	})
 	if err != nil {
 		return err
