@@ -124,8 +124,10 @@ func StartServer(t testing.TB, dir string, extraArgs ...string) *Server {
 		dir = t.TempDir()
 	}
 	s := &Server{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), logs: &lockedBuffer{}}
+	// No local node unless the test asks for one with --disable-kubelet=false
+	// (a later flag wins).
 	s.args = append([]string{"server", "--data-dir", dir, "--secure-port", "0",
-		"--etcd-client-port", "0", "--etcd-peer-port", "0", "--nats-port", "-1"}, extraArgs...)
+		"--etcd-client-port", "0", "--etcd-peer-port", "0", "--nats-port", "-1", "--disable-kubelet"}, extraArgs...)
 	s.start(t)
 	t.Cleanup(func() {
 		s.Stop(t)

@@ -23,25 +23,46 @@ func newKubeletCmd(g *globals) *cobra.Command {
 		nodes, workers                                                int
 		pods                                                          int64
 		qps                                                           float32
-		leaseEvery, statusEvery                                       time.Duration
+		o                                                             nodeOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet",
-		Short: "Run a node agent; with --simulate=N, N hollow nodes that report their pods Running without containers",
-		Long: `Run the kubelet. Only simulated nodes are implemented so far: --simulate=N runs
-N hollow nodes in this process. Each registers its Node, renews its Lease in
-kube-node-lease every 10s, posts its status, receives only its own pods from
-the bus (NATS JetStream) and reports them Running; it deletes terminating
-pods for good, as a kubelet does once their containers are gone.`,
+		Short: "Run a node agent: containers on containerd, or with --simulate=N, N hollow nodes",
+		Long: `Run the kubelet of one node. It registers the Node, renews its Lease in
+kube-node-lease, receives only the pods bound to it from the bus (NATS
+JetStream) and runs them on containerd with runc: its own containerd (root,
+state and socket under --root-dir) unless --container-runtime-endpoint names
+one. Pods get their network from the standard CNI plugins (bridge,
+host-local over the node's podCIDR, portmap, firewall, loopback); with
+--node-netns the bridge lives in that network namespace instead of the
+kubelet's. Container logs are served over HTTPS on --port to the API server,
+which proxies pods/log. Static pods come from --pod-manifest-path.
+
+With --simulate=N it runs N hollow nodes in this process instead: they
+report their pods Running without containers, for testing the control plane
+at scale.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if nodes <= 0 {
-				return errors.New("kubelet: only simulated nodes are implemented: set --simulate=N")
-			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
 			}
+			if nodes > 0 && !cmd.Flags().Changed("kube-api-qps") {
+				// As many kubelets would have: 50 each (upstream's default).
+				qps = max(qps, 50*float32(nodes))
+			}
 			cfg.QPS, cfg.Burst = qps, int(2*qps)
+			if instance == "" {
+				instance, _ = os.Hostname()
+			}
+			if nodes <= 0 {
+				if o.caFile == "" && cfg.TLSClientConfig.CAFile != "" {
+					o.caFile = cfg.TLSClientConfig.CAFile
+				}
+				return runNode(cmd.Context(), g.logger(), cfg, natsURL, instance, o)
+			}
+			if o.manifestDir != "" {
+				return errors.New("kubelet: hollow nodes run no static pods: --pod-manifest-path needs a real node")
+			}
 			cfg.UserAgent = "kubelet/simulated"
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
@@ -56,13 +77,10 @@ pods for good, as a kubelet does once their containers are gone.`,
 				return err
 			}
 			defer nc.Close()
-			if instance == "" {
-				instance, _ = os.Hostname()
-			}
 			return simulate.Run(cmd.Context(), simulate.Config{
 				Client: client, JetStream: js, Nodes: nodes, Prefix: prefix, Capacity: capacity, Workers: workers, Instance: instance,
-				LeaseInterval: leaseEvery, StatusInterval: statusEvery,
-				NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.33.0-kubebus", KubeProxyVersion: "v1.33.0-kubebus", ContainerRuntimeVersion: "simulated://1",
+				LeaseInterval: o.leaseEvery, StatusInterval: o.statusEvery,
+				NodeInfo: corev1.NodeSystemInfo{KubeletVersion: kubeletVersion, KubeProxyVersion: kubeletVersion, ContainerRuntimeVersion: "simulated://1",
 					OSImage: "kubebus hollow node", KernelVersion: "simulated", OperatingSystem: "linux", Architecture: runtime.GOARCH},
 				Logger: g.logger(),
 			})
@@ -71,17 +89,23 @@ pods for good, as a kubelet does once their containers are gone.`,
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
 	f.StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
-	f.IntVar(&nodes, "simulate", 0, "run this many hollow nodes (no containers)")
+	f.Float32Var(&qps, "kube-api-qps", 500, "API requests per second, burst twice that (with --simulate, shared by all hollow nodes; default 50 per node, as many kubelets)")
+	f.DurationVar(&o.leaseEvery, "node-lease-renew-interval", 10*time.Second, "how often each node renews its Lease in kube-node-lease")
+	f.DurationVar(&o.statusEvery, "node-status-update-frequency", 10*time.Second, "how often each node posts its status")
+	f.StringVar(&instance, "instance", "", "name of this process for its bus consumers (default the hostname)")
+	// A real node.
+	f.StringVar(&o.rootDir, "root-dir", "/var/lib/kubebus/kubelet", "where the kubelet keeps pod volumes, logs, its containerd and the pod network's state")
+	f.StringVar(&o.caFile, "client-ca-file", "", "the cluster CA certificate: verifies the API server's client certificate on the log server (default the kubeconfig's CA)")
+	f.StringVar(&o.caKey, "ca-key-file", "", "the cluster CA key, to issue the log server's serving certificate")
+	addNodeFlags(f, &o, "")
+	// Hollow nodes.
+	f.IntVar(&nodes, "simulate", 0, "run this many hollow nodes (no containers) instead of a real node")
 	f.StringVar(&prefix, "node-name-prefix", "hollow-", "name prefix of the hollow nodes, followed by their index")
 	f.StringVar(&cpu, "cpu", "4", "cpu capacity of each hollow node")
 	f.StringVar(&memory, "memory", "32Gi", "memory capacity of each hollow node")
 	f.StringVar(&ephemeral, "ephemeral-storage", "100Gi", "ephemeral-storage capacity of each hollow node")
 	f.Int64Var(&pods, "pods", 110, "pod capacity of each hollow node")
 	f.IntVar(&workers, "workers", 32, "workers writing pod status, shared by all hollow nodes")
-	f.Float32Var(&qps, "kube-api-qps", 500, "API requests per second, shared by all hollow nodes (burst twice that)")
-	f.DurationVar(&leaseEvery, "node-lease-renew-interval", 10*time.Second, "how often each node renews its Lease in kube-node-lease")
-	f.DurationVar(&statusEvery, "node-status-update-frequency", 10*time.Second, "how often each node posts its status")
-	f.StringVar(&instance, "instance", "", "name of this process for its bus consumers (default the hostname)")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

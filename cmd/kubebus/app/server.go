@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,8 @@ type serverOptions struct {
 	kcm        kcm.Options
 	noKCM      bool
 	noSched    bool
+	noKubelet  bool
+	node       nodeOptions
 	schedCfg   string
 	bus        bus.StreamLimits
 	dataDir    string
@@ -74,6 +77,13 @@ Restarting with the same --data-dir keeps every object.`,
 				select {
 				case addr := <-listening:
 					fmt.Fprintf(cmd.OutOrStdout(), "kubebus is ready at https://%s\n  export KUBECONFIG=%s\n  bus: %s\n", addr, kubeconfig, ns.URL())
+					if !o.noKubelet {
+						go func() {
+							if err := runLocalNode(ctx, log, dir, addr, ns.URL(), o.node); err != nil && ctx.Err() == nil {
+								log.Error("the local node's kubelet stopped", "err", err)
+							}
+						}()
+					}
 					if !o.noSched {
 						go func() { _ = runScheduler(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.schedCfg) }()
 					}
@@ -103,7 +113,31 @@ Restarting with the same --data-dir keeps every object.`,
 	f.BoolVar(&o.noSched, "disable-scheduler", false, "do not run the scheduler in this process")
 	f.StringVar(&o.schedCfg, "scheduler-config", "", "KubeSchedulerConfiguration file for the in-process scheduler")
 	f.IntVar(&o.natsPort, "nats-port", 4222, "embedded NATS port on 127.0.0.1 (-1 picks a free one)")
+	f.BoolVar(&o.noKubelet, "disable-kubelet", false, "do not run a local node (a kubelet with its own containerd) in this process")
+	addNodeFlags(f, &o.node, "")
+	o.node.leaseEvery, o.node.statusEvery = 10*time.Second, 10*time.Second
 	return cmd
+}
+
+// runLocalNode runs the all-in-one's own node: a kubelet with its root
+// under the data dir, authenticated as system:node:<name>.
+func runLocalNode(ctx context.Context, log *slog.Logger, dir, addr, natsURL string, o nodeOptions) error {
+	if o.name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return err
+		}
+		o.name = h
+	}
+	pkiDir := filepath.Join(dir, "pki")
+	cfg, err := componentConfig(pkiDir, addr, "system:node:"+o.name)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	o.rootDir = filepath.Join(dir, "kubelet")
+	o.caFile, o.caKey = filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "ca.key")
+	return runNode(ctx, log, cfg, natsURL, "local", o)
 }
 
 // componentConfig returns a client config for an in-process component,

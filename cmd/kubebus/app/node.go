@@ -1,0 +1,263 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubebus/kubebus/apiserver"
+	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/kubelet/agent"
+	"github.com/kubebus/kubebus/kubelet/cni"
+	"github.com/kubebus/kubebus/kubelet/host"
+	"github.com/kubebus/kubebus/kubelet/node"
+	"github.com/kubebus/kubebus/kubelet/runtime/containerd"
+	"github.com/kubebus/kubebus/kubelet/server"
+)
+
+// kubeletVersion is what real nodes report.
+const kubeletVersion = "v1.33.0-kubebus"
+
+// nodeOptions configure a real kubelet.
+type nodeOptions struct {
+	name            string
+	rootDir         string
+	runtimeEndpoint string // an existing containerd; empty: run our own
+	manifestDir     string
+	nodeIP          string
+	address         string // the log server's address
+	port            int
+	caFile, caKey   string
+	netns           string // the node network namespace (pods' bridge)
+	bridge          string
+	cniBinDirs      []string
+	maxPods         int64
+	gcHigh, gcLow   int
+	leaseEvery      time.Duration
+	statusEvery     time.Duration
+}
+
+func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, prefix string) {
+	f.StringVar(&o.name, prefix+"hostname-override", "", "node name (default the hostname)")
+	f.StringVar(&o.runtimeEndpoint, prefix+"container-runtime-endpoint", "", "socket of a running containerd (default: start one with its root, state and socket under the kubelet's root dir)")
+	f.StringVar(&o.manifestDir, prefix+"pod-manifest-path", "", "directory of static pod manifests")
+	f.StringVar(&o.nodeIP, prefix+"node-ip", "127.0.0.1", "the node's InternalIP, where the API server reaches the kubelet")
+	f.StringVar(&o.address, prefix+"address", "127.0.0.1", "address the kubelet's log server listens on")
+	f.IntVar(&o.port, prefix+"port", 10250, "port of the kubelet's log server (0 picks a free one)")
+	f.StringVar(&o.netns, prefix+"node-netns", "", "path of a network namespace holding the pod network's bridge (e.g. /run/netns/kubebus-node); default the kubelet's own")
+	f.StringVar(&o.bridge, prefix+"cni-bridge", "kubebus0", "name of the pod network's bridge")
+	f.StringSliceVar(&o.cniBinDirs, prefix+"cni-bin-dir", cni.DefaultPluginDirs, "directories holding the CNI plugins")
+	f.Int64Var(&o.maxPods, prefix+"max-pods", 110, "pods this node runs at most")
+	f.IntVar(&o.gcHigh, prefix+"image-gc-high-threshold", 85, "disk use (percent) above which unused images are removed")
+	f.IntVar(&o.gcLow, prefix+"image-gc-low-threshold", 80, "disk use (percent) image GC frees down to")
+}
+
+// runNode runs a real kubelet: its containerd (unless one is given), the
+// node agent, the pod network, the pods and the log server.
+func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, instance string, o nodeOptions) error {
+	if o.name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("kubelet: node name: %w", err)
+		}
+		o.name = h
+	}
+	if net.ParseIP(o.nodeIP) == nil {
+		return fmt.Errorf("kubelet: --node-ip %q is not an IP address", o.nodeIP)
+	}
+	if o.caFile == "" || o.caKey == "" {
+		return errors.New("kubelet: the cluster CA certificate and key are needed to issue the log server's certificate")
+	}
+	root, err := filepath.Abs(o.rootDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("kubelet: creating %s: %w", root, err)
+	}
+	log = log.With("component", "kubelet", "node", o.name)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	endpoint := o.runtimeEndpoint
+	var sup *containerd.Supervisor
+	if endpoint == "" {
+		sup, err = containerd.StartSupervisor(ctx, containerd.SupervisorConfig{Dir: filepath.Join(root, "containerd"), Logger: log})
+		if err != nil {
+			return err
+		}
+		endpoint = sup.Address()
+	}
+
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "kubelet/" + kubeletVersion
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubelet: API client: %w", err)
+	}
+	nc, js, err := bus.Connect(natsURL, "kubelet-"+o.name)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	capacity, err := host.Capacity(root, o.maxPods)
+	if err != nil {
+		return err
+	}
+	// The runtime needs the node's pod CIDR; until it is there, the node
+	// reports NotReady.
+	var (
+		mu      sync.Mutex
+		kubelet *agent.Kubelet
+	)
+	notReady := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case kubelet == nil:
+			return "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:waiting for the node's podCIDR"
+		case !kubelet.Ready():
+			return "PLEG is not healthy: pod sources not synced yet"
+		}
+		return ""
+	}
+	imagesCtx := ctx
+	nodeAgent := &node.Agent{
+		Config: node.Config{Name: o.name, InternalIP: o.nodeIP, Capacity: capacity, KubeletPort: int32(o.port),
+			NodeInfo: host.SystemInfo(kubeletVersion, "containerd://1")},
+		Client: client, Logger: log, LeaseInterval: o.leaseEvery, StatusInterval: o.statusEvery,
+		Health: func() node.Health {
+			h := node.Health{NotReady: notReady()}
+			if p, err := host.ReadPressure(root); err == nil {
+				h.MemoryPressure, h.DiskPressure, h.PIDPressure = p.Memory, p.Disk, p.PID
+			}
+			mu.Lock()
+			k := kubelet
+			mu.Unlock()
+			if k != nil {
+				h.Images = k.Images(imagesCtx)
+			}
+			return h
+		},
+	}
+	errc := make(chan error, 4)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); errc <- nodeAgent.Run(ctx) }()
+
+	// The log server listens first, so the node status can name its port.
+	lis, err := net.Listen("tcp", net.JoinHostPort(o.address, strconv.Itoa(o.port)))
+	if err != nil {
+		return fmt.Errorf("kubelet: log server: %w", err)
+	}
+	if o.port == 0 {
+		o.port = lis.Addr().(*net.TCPAddr).Port
+		nodeAgent.Config.KubeletPort = int32(o.port)
+	}
+
+	podCIDR, err := waitPodCIDR(ctx, client, o.name, log)
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	network, err := cni.New(cni.Config{PodCIDR: podCIDR, BridgeName: o.bridge, PluginDirs: o.cniBinDirs, Dir: filepath.Join(root, "cni"), NetNS: o.netns})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	rt, err := containerd.New(ctx, containerd.Config{Address: endpoint, Dir: filepath.Join(root, "runtime"), Network: network, HostIP: o.nodeIP, HostNetNS: o.netns, Logger: log})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	defer rt.Close()
+	if v, err := rt.Version(ctx); err == nil {
+		nodeAgent.Config.NodeInfo.ContainerRuntimeVersion = "containerd://" + v
+	}
+	k, err := agent.New(agent.Config{
+		NodeName: o.name, Client: client, JetStream: js, Instance: instance, Runtime: rt,
+		RootDir: root, ManifestDir: o.manifestDir, HostIPs: []string{o.nodeIP}, Allocatable: capacity,
+		ImageGCHighThreshold: o.gcHigh, ImageGCLowThreshold: o.gcLow, Logger: log,
+	})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	if o.netns != "" {
+		k.ProbeDialer(cni.Dialer(o.netns))
+	}
+	cert, err := server.IssueServingCert(server.CertConfig{CAFile: o.caFile, CAKeyFile: o.caKey, NodeName: o.name, Hosts: []string{o.nodeIP, o.name}})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	logs, err := server.New(server.Config{
+		Certificate: &cert, ClientCAFile: o.caFile, Logs: k, Logger: log,
+		Authorize: func(user string, _ []string) error {
+			if user != apiserver.KubeletClientUser {
+				return fmt.Errorf("user %q may not read logs from the kubelet", user)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	mu.Lock()
+	kubelet = k
+	mu.Unlock()
+	wg.Add(2)
+	go func() { defer wg.Done(); errc <- logs.Serve(ctx, lis) }()
+	go func() { defer wg.Done(); errc <- k.Run(ctx) }()
+	log.Info("kubelet running", "podCIDR", podCIDR, "runtime", endpoint, "logs", lis.Addr().String())
+
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errc:
+	}
+	cancel()
+	wg.Wait()
+	if sup != nil {
+		sup.Wait()
+	}
+	if first != nil && !errors.Is(first, context.Canceled) {
+		return first
+	}
+	return nil
+}
+
+// waitPodCIDR waits until the node IPAM controller gave the node a pod CIDR.
+func waitPodCIDR(ctx context.Context, client kubernetes.Interface, name string, log *slog.Logger) (string, error) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	warned := time.Now()
+	for {
+		if n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil && n.Spec.PodCIDR != "" {
+			return n.Spec.PodCIDR, nil
+		}
+		if time.Since(warned) > 30*time.Second {
+			log.Warn("the node has no podCIDR yet: is the node IPAM controller running with --cluster-cidr?")
+			warned = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-t.C:
+		}
+	}
+}
