@@ -17,7 +17,11 @@ build:
 up: build
 	@echo "Starting kubebus with data in $(DATA_DIR); in another shell:"
 	@echo "  export KUBECONFIG=$(DATA_DIR)/kubeconfig && kubectl get ns"
-	$(BIN)/kubebus server --data-dir $(DATA_DIR)
+	@# The local node's pod network (bridge, pod CIDR) lives in a network
+	@# namespace of its own, reached with: ip netns exec kubebus-node ...
+	@ip netns list | grep -qw kubebus-node || ip netns add kubebus-node
+	@ip -n kubebus-node link set lo up
+	$(BIN)/kubebus server --data-dir $(DATA_DIR) --node-netns /run/netns/kubebus-node
 
 ## deps: install what the tests need when it is missing (Debian packages; kubectl fallback built from source).
 deps:
