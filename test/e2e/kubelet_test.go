@@ -456,3 +456,65 @@ func TestIntegrationKubeletRestartAdopts(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationKubeletHooksAndGracefulStop: postStart runs after the
+// container starts; on delete, preStop runs, then the container gets
+// SIGTERM and may finish, and the pod object goes away once it stopped.
+func TestIntegrationKubeletHooksAndGracefulStop(t *testing.T) {
+	s, _ := harness.StartServerWithNode(t)
+	cs := s.Clientset(t)
+	ctx := context.Background()
+	hooks := t.TempDir()
+	hostPath := corev1.HostPathDirectory
+	grace := int64(10)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hooks"}, Spec: corev1.PodSpec{
+		TerminationGracePeriodSeconds: &grace,
+		Volumes:                       []corev1.Volume{{Name: "hooks", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hooks, Type: &hostPath}}}},
+		Containers: []corev1.Container{{
+			Name: "c", Image: "busybox:latest", ImagePullPolicy: corev1.PullIfNotPresent,
+			Command:      []string{"sh", "-c", "trap 'echo term > /hooks/term; exit 0' TERM; while true; do sleep 0.2; done"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "hooks", MountPath: "/hooks"}},
+			Lifecycle: &corev1.Lifecycle{
+				PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo started > /hooks/poststart"}}},
+				PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo stopping > /hooks/prestop"}}},
+			},
+		}},
+	}}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 60*time.Second, func() error {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "hooks", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		if _, err := os.Stat(filepath.Join(hooks, "poststart")); err != nil {
+			return fmt.Errorf("postStart hook: %v", err)
+		}
+		return nil
+	})
+	for _, f := range []string{"prestop", "term"} {
+		if _, err := os.Stat(filepath.Join(hooks, f)); err == nil {
+			t.Fatalf("%s written before the pod was deleted", f)
+		}
+	}
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "hooks", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 60*time.Second, func() error {
+		if _, err := cs.CoreV1().Pods("default").Get(ctx, "hooks", metav1.GetOptions{}); err == nil {
+			return fmt.Errorf("the pod is still there")
+		}
+		return nil
+	})
+	for _, f := range []string{"poststart", "prestop", "term"} {
+		b, err := os.ReadFile(filepath.Join(hooks, f))
+		if err != nil {
+			t.Fatalf("after the delete: %v", err)
+		}
+		t.Logf("%s: %s", f, strings.TrimSpace(string(b)))
+	}
+}
