@@ -46,14 +46,13 @@ func defaultPod(pod *corev1.Pod) {
 }
 
 // defaultPriority sets what the Priority admission plugin sets when it needs
-// no PriorityClass lookup: priority 0 without a class, the fixed values of
-// the two system classes. A pod naming any other class is left alone; its
-// priority and preemption policy come from that class.
+// no PriorityClass lookup: the fixed values of the two system classes. A pod
+// naming any other class, or none (it gets the globalDefault class, if one
+// exists), is left alone; its priority and preemption policy come from the
+// admission plugin, which must tell a priority the client set from none.
 func defaultPriority(spec *corev1.PodSpec) {
 	var priority int32
 	switch spec.PriorityClassName {
-	case "":
-		priority = 0
 	case systemClusterCritical:
 		priority = systemClusterCriticalPriority
 	case systemNodeCritical:

@@ -42,8 +42,6 @@ func defaultedMinimalPod() *corev1.Pod {
 			DeprecatedServiceAccount:      "default",
 			SecurityContext:               &corev1.PodSecurityContext{},
 			SchedulerName:                 "default-scheduler",
-			Priority:                      new(int32(0)),
-			PreemptionPolicy:              new(corev1.PreemptLowerPriority),
 			EnableServiceLinks:            new(true),
 		},
 	}
@@ -221,6 +219,7 @@ func TestDefaultPod(t *testing.T) {
 			want: func(p *corev1.Pod) {
 				p.Spec.PriorityClassName = "system-node-critical"
 				p.Spec.Priority = new(int32(2000001000))
+				p.Spec.PreemptionPolicy = new(corev1.PreemptLowerPriority)
 			},
 		},
 		{

@@ -134,11 +134,14 @@ func Run(ctx context.Context, o Options) error {
 	srv, err := apiserver.New(apiserver.Config{
 		Store: store, Resources: resources, Logger: o.Logger, Metrics: metrics,
 		Authenticator: authn,
-		Admission:     admission.Chain{admission.DefaultTolerationSeconds{}},
-		ReadyChecks:   checks,
-		Profiling:     !o.NoProfiling,
-		Mount:         mounts,
-		KubeletTLS:    kubeletTLS,
+		Admission: admission.Chain{
+			admission.Priority{Classes: admission.StoredPriorityClasses{Store: store}},
+			admission.DefaultTolerationSeconds{},
+		},
+		ReadyChecks: checks,
+		Profiling:   !o.NoProfiling,
+		Mount:       mounts,
+		KubeletTLS:  kubeletTLS,
 	})
 	if err != nil {
 		return err

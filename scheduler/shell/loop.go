@@ -88,8 +88,15 @@ func (s *Scheduler) bind(ctx context.Context, qp queue.Queued, pod, assumed *cor
 		s.snap.RemovePod(assumed)
 		s.mu.Unlock()
 		s.queue.MoveAll() // the room it held is free again
-		if apierrors.IsNotFound(err) || ctx.Err() != nil {
+		if apierrors.IsNotFound(err) {
 			s.queue.Forget(pod)
+			return
+		}
+		if ctx.Err() != nil {
+			// Leadership lost (or shutting down): the pod stays queued
+			// for the next term. Had the binding gone through after all,
+			// the informer removes the pod from the queue.
+			s.queue.Backoff(qp)
 			return
 		}
 		s.log.Info("binding failed", "pod", framework.PodKey(pod), "node", assumed.Spec.NodeName, "err", err)

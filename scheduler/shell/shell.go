@@ -98,9 +98,23 @@ func Run(ctx context.Context, o Options) error {
 	cfg := rest.CopyConfig(o.REST)
 	cfg.QPS, cfg.Burst = o.Config.ClientConnection.QPS, int(o.Config.ClientConnection.Burst)
 	cfg.UserAgent = Component
+	// As upstream, bindings, events and the lease each get their own client
+	// and so their own rate limiter: a backlog of bindings must not starve
+	// the lease renewal (the leader would lose its lease mid-work) or delay
+	// the events.
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
+	}
+	eventClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the events client: %w", err)
+	}
+	leaseCfg := rest.CopyConfig(cfg)
+	leaseCfg.UserAgent = Component + "/leader-election"
+	leaseClient, err := kubernetes.NewForConfig(leaseCfg)
+	if err != nil {
+		return fmt.Errorf("creating the leader election client: %w", err)
 	}
 	nc, js, err := bus.Connect(o.NATSURL, Component)
 	if err != nil {
@@ -130,11 +144,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	s.addHandlers()
 
-	rec, stop := controllers.Recorder(ctx, client, EventComponent)
+	rec, stop := controllers.Recorder(ctx, eventClient, EventComponent)
 	defer stop()
 	s.recorder = rec
 
-	m := &controllers.Manager{Client: client, Lease: o.Lease, Logger: o.Logger}
+	m := &controllers.Manager{Client: leaseClient, Lease: o.Lease, Logger: o.Logger}
 	m.AddCache(s.nodes)
 	m.AddCache(s.pods)
 	m.AddCache(s.namespaces)

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -42,7 +43,8 @@ func schedNode(ctx context.Context, t *testing.T, cs kubernetes.Interface, name,
 
 type podOpt func(*corev1.Pod)
 
-func schedPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, cpu string, opts ...podOpt) {
+// schedPod creates a pod requesting cpu and returns it as created.
+func schedPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, cpu string, opts ...podOpt) *corev1.Pod {
 	t.Helper()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -52,8 +54,24 @@ func schedPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, 
 	for _, o := range opts {
 		o(p)
 	}
-	if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+	created, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatalf("creating pod %s: %v", name, err)
+	}
+	return created
+}
+
+func withClass(name string) podOpt {
+	return func(p *corev1.Pod) { p.Spec.PriorityClassName = name }
+}
+
+// wantPriority checks what priority admission resolved for a created pod.
+func wantPriority(t *testing.T, p *corev1.Pod, class string, value int32) {
+	t.Helper()
+	if p.Spec.PriorityClassName != class || p.Spec.Priority == nil || *p.Spec.Priority != value ||
+		p.Spec.PreemptionPolicy == nil || *p.Spec.PreemptionPolicy != corev1.PreemptLowerPriority {
+		t.Fatalf("pod %s: priorityClassName %q priority %v preemptionPolicy %v; want %q, %d, PreemptLowerPriority",
+			p.Name, p.Spec.PriorityClassName, p.Spec.Priority, p.Spec.PreemptionPolicy, class, value)
 	}
 }
 
@@ -282,22 +300,65 @@ func TestIntegrationScheduler(t *testing.T) {
 		stillPending(ctx, t, cs, pending)
 	})
 
+	t.Run("admission resolves priority and QoS", func(t *testing.T) {
+		// No class and no global default: priority 0.
+		wantPriority(t, schedPod(ctx, t, cs, "adm-plain", "100m", onNodes("scenario", "none")), "", 0)
+		// The built-in classes exist and resolve to their fixed values.
+		wantPriority(t, schedPod(ctx, t, cs, "adm-node-critical", "100m", onNodes("scenario", "none"), withClass("system-node-critical")),
+			"system-node-critical", 2000001000)
+		wantPriority(t, schedPod(ctx, t, cs, "adm-cluster-critical", "100m", onNodes("scenario", "none"), withClass("system-cluster-critical")),
+			"system-cluster-critical", 2000000000)
+		// A class unknown to the API server is refused, as upstream.
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "adm-bad-class"}, Spec: corev1.PodSpec{
+			PriorityClassName: "no-such-class", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		_, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "no PriorityClass with name no-such-class was found") {
+			t.Fatalf("creating a pod with an unknown class: err %v, want 403 naming the class", err)
+		}
+		// So is a priority the pod sets itself that the class disagrees with.
+		p = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "adm-self-priority"}, Spec: corev1.PodSpec{
+			PriorityClassName: "system-cluster-critical", Priority: new(int32(5)), Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		_, err = cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "the integer value of priority (5) must not be provided in pod spec") {
+			t.Fatalf("creating a pod with its own priority: err %v, want 403", err)
+		}
+		// QoS classes are set in status at create.
+		guaranteed := func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+		}
+		bestEffort := func(p *corev1.Pod) { p.Spec.Containers[0].Resources = corev1.ResourceRequirements{} }
+		for name, tc := range map[string]struct {
+			opts []podOpt
+			want corev1.PodQOSClass
+		}{
+			"adm-burstable":   {want: corev1.PodQOSBurstable},
+			"adm-guaranteed":  {opts: []podOpt{guaranteed}, want: corev1.PodQOSGuaranteed},
+			"adm-best-effort": {opts: []podOpt{bestEffort}, want: corev1.PodQOSBestEffort},
+		} {
+			created := schedPod(ctx, t, cs, name, "100m", append(tc.opts, onNodes("scenario", "none"))...)
+			got, err := cs.CoreV1().Pods("default").Get(ctx, created.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if created.Status.QOSClass != tc.want || got.Status.QOSClass != tc.want {
+				t.Errorf("%s: qosClass %q at create, %q stored; want %q", name, created.Status.QOSClass, got.Status.QOSClass, tc.want)
+			}
+		}
+	})
+
 	t.Run("high priority preempts", func(t *testing.T) {
-		if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
-			ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000,
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+		for name, value := range map[string]int32{"high": 1000, "low": 10} {
+			if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+				ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		schedNode(ctx, t, cs, "prio-1", "2", map[string]string{"scenario": "prio"})
-		schedPod(ctx, t, cs, "low", "1500m", onNodes("scenario", "prio"))
+		wantPriority(t, schedPod(ctx, t, cs, "low", "1500m", onNodes("scenario", "prio"), withClass("low")), "low", 10)
 		waitBound(ctx, t, cs, "low")
-		high := int32(1000)
-		// The API server does not yet resolve priorityClassName to
-		// spec.priority at admission, so the test sets both.
-		schedPod(ctx, t, cs, "high", "1500m", onNodes("scenario", "prio"), func(p *corev1.Pod) {
-			p.Spec.PriorityClassName = "high"
-			p.Spec.Priority = &high
-		})
+		// Admission resolves the class; the pod does not set spec.priority.
+		wantPriority(t, schedPod(ctx, t, cs, "high", "1500m", onNodes("scenario", "prio"), withClass("high")), "high", 1000)
 		// The victim is deleted gracefully; with no kubelet, the test
 		// finishes the deletion as the kubelet would.
 		harness.Eventually(t, 30*time.Second, func() error {

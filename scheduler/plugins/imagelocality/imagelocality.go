@@ -57,18 +57,26 @@ func (s *preScoreState) Clone() framework.StateData { return s }
 func (*ImageLocality) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, snap *framework.Snapshot, _ []*framework.NodeInfo) *framework.Status {
 	total := snap.NumNodes()
 	s := &preScoreState{containers: len(pod.Spec.InitContainers) + len(pod.Spec.Containers)}
+	present := false
 	add := func(cs []v1.Container) {
 		for i := range cs {
 			name := framework.NormalizeImageName(cs[i].Image)
 			var spread float64
 			if total > 0 {
-				spread = float64(snap.ImageNumNodes(name)) / float64(total)
+				n := snap.ImageNumNodes(name)
+				present = present || n > 0
+				spread = float64(n) / float64(total)
 			}
 			s.images = append(s.images, image{name: name, spread: spread})
 		}
 	}
 	add(pod.Spec.InitContainers)
 	add(pod.Spec.Containers)
+	if !present {
+		// No node holds any of the images: every node would score 0,
+		// which changes no ranking. Skip scoring.
+		return framework.NewStatus(framework.Skip)
+	}
 	state.Write(preScoreKey, s)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kubebus/kubebus/scheduler/framework"
 	ft "github.com/kubebus/kubebus/scheduler/framework/frameworktest"
 )
 
@@ -64,6 +65,35 @@ func TestScore(t *testing.T) {
 			}
 			if !maps.Equal(got, tt.want) {
 				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPreScoreSkips: with none of the pod's images on any node every score
+// would be 0, so PreScore skips the plugin; one node holding one of them is
+// enough to score.
+func TestPreScoreSkips(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		nodes    []*v1.Node
+		wantSkip bool
+	}{
+		{"no node holds the image", ft.MakePod("p").Image("nginx").Obj(),
+			[]*v1.Node{ft.MakeNode("a").Image(500*mb, "redis:7").Obj()}, true},
+		{"no nodes", ft.MakePod("p").Image("nginx").Obj(), nil, true},
+		{"one node holds it", ft.MakePod("p").Image("nginx").Obj(),
+			[]*v1.Node{ft.MakeNode("a").Obj(), ft.MakeNode("b").Image(10*mb, "docker.io/library/nginx:latest").Obj()}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			snap := ft.Snapshot(tt.nodes)
+			s := New().PreScore(context.Background(), framework.NewCycleState(), tt.pod, snap, snap.NodeInfos())
+			if s.IsSkip() != tt.wantSkip || (!tt.wantSkip && !s.IsSuccess()) {
+				t.Fatalf("PreScore = %v, want skip %v", s, tt.wantSkip)
 			}
 		})
 	}
