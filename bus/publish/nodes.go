@@ -25,10 +25,26 @@ func podNode(data []byte) string {
 	return p.Spec.NodeName
 }
 
-// publishNode routes a pod event to the nodes it concerns: the node it is
+// nodeSend is a pod event's messages to the nodes it concerns, sent
+// asynchronously and not yet settled.
+type nodeSend struct {
+	rev   int64
+	items []nodeItem
+}
+
+type nodeItem struct {
+	filter       string
+	msg, state   *nats.Msg
+	id           string
+	tombstone    bool
+	msgF, stateF jetstream.PubAckFuture
+}
+
+// sendNode routes a pod event to the nodes it concerns: the node it is
 // bound to now and, when that changed or the pod is gone, the node it was
-// bound to before (which then sees it DELETED).
-func (p *Publisher) publishNode(ctx context.Context, k bus.ObjectKey, ch Change, ev *bus.Event, data []byte) error {
+// bound to before (which then sees it DELETED). It sends the messages and
+// returns them to settle.
+func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev *bus.Event, data []byte) (*nodeSend, error) {
 	cur, prev := podNode(ch.Value), podNode(ch.Prev)
 	if ch.Delete {
 		cur, prev = "", podNode(ch.Prev)
@@ -59,22 +75,35 @@ func (p *Publisher) publishNode(ctx context.Context, k bus.ObjectKey, ch Change,
 		d, _ := json.Marshal(&c)
 		routes = append(routes, route{prev, &c, d})
 	}
+	ns := &nodeSend{rev: ch.Revision}
 	for _, r := range routes {
-		filter := bus.NodeFilter(r.node)
-		chain, err := p.chainPrev(ctx, bus.NodePodsStream, filter)
+		it := nodeItem{filter: bus.NodeFilter(r.node), tombstone: r.ev.Type == bus.Deleted}
+		chain, err := p.chainPrev(ctx, bus.NodePodsStream, it.filter)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ch.Revision > chain {
-			msg := eventMsg(bus.NodeSubject(r.node, k.Namespace, k.Name), r.ev, r.data, chain)
-			id := "r" + strconv.FormatInt(ch.Revision, 10) + "/" + r.node
-			if err := p.publishPlain(ctx, msg, id); err != nil {
+			it.msg = eventMsg(bus.NodeSubject(r.node, k.Namespace, k.Name), r.ev, r.data, chain)
+			it.id = "r" + strconv.FormatInt(ch.Revision, 10) + "/" + r.node
+			it.msgF = p.sendAsync(it.msg, jetstream.WithMsgID(it.id))
+		}
+		it.state = eventMsg(bus.StateNodeSubject(r.node, k.Namespace, k.Name), r.ev, r.data, 0)
+		it.stateF = p.sendAsync(it.state, stateOpts(it.state, ch.Revision, it.tombstone)...)
+		ns.items = append(ns.items, it)
+	}
+	return ns, nil
+}
+
+// settleNode waits for what sendNode sent, retrying what failed.
+func (p *Publisher) settleNode(ctx context.Context, ns *nodeSend) error {
+	for _, it := range ns.items {
+		if it.msg != nil {
+			if err := p.publishPlain(ctx, it.msg, it.id, it.msgF); err != nil {
 				return err
 			}
-			p.chains[filter] = ch.Revision
+			p.chains[it.filter] = ns.rev
 		}
-		sm := eventMsg(bus.StateNodeSubject(r.node, k.Namespace, k.Name), r.ev, r.data, 0)
-		if err := p.publishState(ctx, sm, ch.Revision, r.ev.Type == bus.Deleted); err != nil {
+		if err := p.publishState(ctx, it.state, ns.rev, it.tombstone, it.stateF); err != nil {
 			return err
 		}
 	}
@@ -82,8 +111,13 @@ func (p *Publisher) publishNode(ctx context.Context, k bus.ObjectKey, ch Change,
 }
 
 // publishPlain publishes with a message ID for deduplication.
-func (p *Publisher) publishPlain(ctx context.Context, msg *nats.Msg, id string) error {
+func (p *Publisher) publishPlain(ctx context.Context, msg *nats.Msg, id string, first jetstream.PubAckFuture) error {
 	return retry(ctx, p.log, "publishing "+id, func() error {
+		if first != nil {
+			_, err := awaitAck(ctx, first)
+			first = nil
+			return err
+		}
 		actx, cancel := context.WithTimeout(ctx, publishTimeout)
 		defer cancel()
 		_, err := p.js.PublishMsg(actx, msg, jetstream.WithMsgID(id))

@@ -248,26 +248,49 @@ func (p *Publisher) publish(ctx context.Context, ch Change) error {
 	if err != nil {
 		return fmt.Errorf("encoding revision %d: %w", ch.Revision, err)
 	}
+	// Every message of this revision goes out at once (one connection keeps
+	// them in order); their acks are then settled in order, each failure
+	// retried synchronously (message IDs make the retries idempotent). The
+	// next revision is sent only after all of them are stored.
+	var (
+		hist     *nats.Msg
+		histAck  jetstream.PubAckFuture
+		resChain string
+		histSeq  = p.lastSeq
+	)
 	if ch.Revision > p.lastRev {
-		resChain := bus.ResourceFilter(k.Group, k.Resource, "")
+		resChain = bus.ResourceFilter(k.Group, k.Resource, "")
 		prev, err := p.chainPrev(ctx, bus.HistoryStream, resChain)
 		if err != nil {
 			return err
 		}
-		msg := eventMsg(bus.HistorySubject(k), &ev, data, prev)
-		if err := p.publishHistory(ctx, msg, ch.Revision, ""); err != nil {
-			return err
-		}
-		p.chains[resChain] = ch.Revision
+		hist = eventMsg(bus.HistorySubject(k), &ev, data, prev)
+		histAck = p.sendAsync(hist, jetstream.WithMsgID("r"+strconv.FormatInt(ch.Revision, 10)), jetstream.WithExpectLastSequence(p.lastSeq))
+		histSeq = p.lastSeq + 1 // fenced on the last sequence: stored right after it, or not at all
 	}
+	var node *nodeSend
 	if k.Group == "" && k.Resource == "pods" {
-		if err := p.publishNode(ctx, k, ch, &ev, data); err != nil {
+		var err error
+		if node, err = p.sendNode(ctx, k, ch, &ev, data); err != nil {
 			return err
 		}
 	}
 	sm := eventMsg(bus.StateSubject(k), &ev, data, 0)
-	sm.Header.Set(bus.HeaderHistSeq, strconv.FormatUint(p.lastSeq, 10))
-	if err := p.publishState(ctx, sm, ch.Revision, ev.Type == bus.Deleted); err != nil {
+	sm.Header.Set(bus.HeaderHistSeq, strconv.FormatUint(histSeq, 10))
+	tombstone := ev.Type == bus.Deleted
+	smAck := p.sendAsync(sm, stateOpts(sm, ch.Revision, tombstone)...)
+	if hist != nil {
+		if err := p.publishHistory(ctx, hist, ch.Revision, "", histAck); err != nil {
+			return err
+		}
+		p.chains[resChain] = ch.Revision
+	}
+	if node != nil {
+		if err := p.settleNode(ctx, node); err != nil {
+			return err
+		}
+	}
+	if err := p.publishState(ctx, sm, ch.Revision, tombstone, smAck); err != nil {
 		return err
 	}
 	p.m.published.Inc()
@@ -297,7 +320,7 @@ func (p *Publisher) progress(ctx context.Context, rev int64) error {
 	p.lastProgress = time.Now()
 	ev := bus.Event{Type: bus.Progress, Revision: rev, PrevRevision: p.lastRev}
 	data, _ := json.Marshal(&ev)
-	return p.publishHistory(ctx, eventMsg(bus.ProgressSubject, &ev, data, 0), rev, "/progress")
+	return p.publishHistory(ctx, eventMsg(bus.ProgressSubject, &ev, data, 0), rev, "/progress", nil)
 }
 
 func eventMsg(subject string, ev *bus.Event, data []byte, chainPrev int64) *nats.Msg {
@@ -313,12 +336,19 @@ func eventMsg(subject string, ev *bus.Event, data []byte, chainPrev int64) *nats
 }
 
 // publishHistory appends msg to KUBE_HISTORY fenced on the last sequence.
-func (p *Publisher) publishHistory(ctx context.Context, msg *nats.Msg, rev int64, idSuffix string) error {
+func (p *Publisher) publishHistory(ctx context.Context, msg *nats.Msg, rev int64, idSuffix string, first jetstream.PubAckFuture) error {
 	id := "r" + strconv.FormatInt(rev, 10) + idSuffix
 	return retry(ctx, p.log, "publishing revision "+strconv.FormatInt(rev, 10), func() error {
-		actx, cancel := context.WithTimeout(ctx, publishTimeout)
-		defer cancel()
-		ack, err := p.js.PublishMsg(actx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequence(p.lastSeq))
+		var ack *jetstream.PubAck
+		var err error
+		if first != nil {
+			ack, err = awaitAck(ctx, first)
+			first = nil
+		} else {
+			actx, cancel := context.WithTimeout(ctx, publishTimeout)
+			ack, err = p.js.PublishMsg(actx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequence(p.lastSeq))
+			cancel()
+		}
 		if err != nil {
 			var apiErr *jetstream.APIError
 			if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
@@ -387,15 +417,51 @@ func (p *Publisher) chainPrev(ctx context.Context, stream, filter string) (int64
 }
 
 // publishState writes the latest state of an object (idempotent).
-func (p *Publisher) publishState(ctx context.Context, msg *nats.Msg, rev int64, tombstone bool) error {
+func (p *Publisher) publishState(ctx context.Context, msg *nats.Msg, rev int64, tombstone bool, first jetstream.PubAckFuture) error {
+	return retry(ctx, p.log, "publishing state of revision "+strconv.FormatInt(rev, 10), func() error {
+		if first != nil {
+			_, err := awaitAck(ctx, first)
+			first = nil
+			return err
+		}
+		actx, cancel := context.WithTimeout(ctx, publishTimeout)
+		defer cancel()
+		_, err := p.js.PublishMsg(actx, msg, stateOpts(msg, rev, tombstone)...)
+		return err
+	})
+}
+
+func stateOpts(msg *nats.Msg, rev int64, tombstone bool) []jetstream.PublishOpt {
 	opts := []jetstream.PublishOpt{jetstream.WithMsgID("r" + strconv.FormatInt(rev, 10) + "/" + msg.Subject)}
 	if tombstone {
 		opts = append(opts, jetstream.WithMsgTTL(bus.TombstoneTTL))
 	}
-	return retry(ctx, p.log, "publishing state of revision "+strconv.FormatInt(rev, 10), func() error {
-		actx, cancel := context.WithTimeout(ctx, publishTimeout)
-		defer cancel()
-		_, err := p.js.PublishMsg(actx, msg, opts...)
-		return err
-	})
+	return opts
+}
+
+// sendAsync sends a publish without waiting for its ack; a failure to
+// send returns nil, and the caller's synchronous retry publishes it.
+func (p *Publisher) sendAsync(msg *nats.Msg, opts ...jetstream.PublishOpt) jetstream.PubAckFuture {
+	f, err := p.js.PublishMsgAsync(msg, opts...)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// awaitAck waits for the ack of an asynchronous publish, at most
+// publishTimeout.
+func awaitAck(ctx context.Context, f jetstream.PubAckFuture) (*jetstream.PubAck, error) {
+	t := time.NewTimer(publishTimeout)
+	defer t.Stop()
+	select {
+	case ack := <-f.Ok():
+		return ack, nil
+	case err := <-f.Err():
+		return nil, err
+	case <-t.C:
+		return nil, errors.New("publish: no ack within " + publishTimeout.String())
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

@@ -33,13 +33,13 @@ func (p *Publisher) reseed(ctx context.Context) error {
 		data, _ := json.Marshal(&ev)
 		subj := bus.StateSubject(k)
 		live[subj] = true
-		if err := p.publishState(ctx, eventMsg(subj, &ev, data, 0), rev, false); err != nil {
+		if err := p.publishState(ctx, eventMsg(subj, &ev, data, 0), rev, false, nil); err != nil {
 			return err
 		}
 		if node := podNode(kv.Value); node != "" && k.Group == "" && k.Resource == "pods" {
 			ns := bus.StateNodeSubject(node, k.Namespace, k.Name)
 			live[ns] = true
-			if err := p.publishState(ctx, eventMsg(ns, &ev, data, 0), rev, false); err != nil {
+			if err := p.publishState(ctx, eventMsg(ns, &ev, data, 0), rev, false, nil); err != nil {
 				return err
 			}
 		}
@@ -49,10 +49,10 @@ func (p *Publisher) reseed(ctx context.Context) error {
 	}
 	gap := bus.Event{Type: bus.Gap, Revision: rev, PrevRevision: p.lastRev, From: p.lastRev + 1, To: rev}
 	data, _ := json.Marshal(&gap)
-	if err := p.publishHistory(ctx, eventMsg(bus.GapSubject, &gap, data, 0), rev, "/gap"); err != nil {
+	if err := p.publishHistory(ctx, eventMsg(bus.GapSubject, &gap, data, 0), rev, "/gap", nil); err != nil {
 		return err
 	}
-	if err := p.publishPlain(ctx, eventMsg(bus.NodeGapSubject, &gap, data, 0), "r"+strconv.FormatInt(rev, 10)+"/nodegap"); err != nil {
+	if err := p.publishPlain(ctx, eventMsg(bus.NodeGapSubject, &gap, data, 0), "r"+strconv.FormatInt(rev, 10)+"/nodegap", nil); err != nil {
 		return err
 	}
 	// Every chain restarts after the gap.
@@ -87,7 +87,7 @@ func (p *Publisher) tombstoneMissing(ctx context.Context, live map[string]bool, 
 		data, _ := json.Marshal(ev)
 		m := eventMsg(subj, ev, data, 0)
 		m.Header.Set(bus.HeaderRevision, strconv.FormatInt(rev, 10))
-		if err := p.publishState(ctx, m, rev, true); err != nil {
+		if err := p.publishState(ctx, m, rev, true, nil); err != nil {
 			return err
 		}
 	}
