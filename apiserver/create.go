@@ -143,21 +143,42 @@ func (s *Server) createObject(ctx context.Context, res *resource.Resource, obj r
 	if m.GetName() == "" {
 		return nil, invalid(res, "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
-	if isDryRun {
-		return obj, nil
+	alloc := s.allocator(res)
+	var unallocated runtime.Object
+	if alloc != nil {
+		unallocated = obj.DeepCopyObject()
 	}
 	parent := ""
 	if res.Namespaced {
 		parent = "/registry/core/namespaces/" + m.GetNamespace()
 	}
-	for attempt := 0; ; attempt++ {
+	for attempt, claimAttempt := 0, 0; ; attempt++ {
+		var side storage.Side
+		if alloc != nil {
+			if attempt > 0 {
+				// Pick again from what the client sent (keeping the name).
+				name := m.GetName()
+				copyInto(obj, unallocated)
+				m.SetName(name)
+			}
+			if side, err = alloc.Allocate(ctx, obj, nil); err != nil {
+				return nil, err
+			}
+		}
+		if isDryRun {
+			return obj, nil
+		}
 		data, err := encodeForStorage(res, obj)
 		if err != nil {
 			return nil, err
 		}
-		rev, err := s.store.Create(ctx, keyFor(res, m.GetNamespace(), m.GetName()), data, parent)
+		rev, err := s.store.CreateWith(ctx, keyFor(res, m.GetNamespace(), m.GetName()), data, parent, side)
 		if errors.Is(err, storage.ErrExists) && generated && attempt < 8 {
 			m.SetName(generateName(m.GetGenerateName()))
+			continue
+		}
+		if errors.Is(err, storage.ErrClaimed) && claimAttempt < maxClaimAttempts {
+			claimAttempt++
 			continue
 		}
 		if errors.Is(err, storage.ErrNoParent) {

@@ -114,7 +114,11 @@ func (s *Server) deleteObject(ctx context.Context, res *resource.Resource, ns, n
 			if isDryRun {
 				return deleteResult{obj: cur, deleted: true}, nil
 			}
-			rev, _, err := s.store.Delete(ctx, key, kv.ModRevision)
+			var side storage.Side
+			if alloc := s.allocator(res); alloc != nil {
+				side = alloc.Release(cur)
+			}
+			rev, _, err := s.store.DeleteWith(ctx, key, kv.ModRevision, side)
 			if errors.Is(err, storage.ErrConflict) {
 				continue
 			}

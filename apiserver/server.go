@@ -51,6 +51,10 @@ type Config struct {
 	// accept and the CA their serving certificates chain to (see
 	// KubeletClientTLS). Nil makes pods/log fail with an internal error.
 	KubeletTLS *tls.Config
+	// Allocators give objects of a resource values unique across objects
+	// (see Allocator). Nil gives Services cluster IPs and node ports from
+	// the default ranges; an empty map allocates nothing.
+	Allocators map[schema.GroupResource]Allocator
 }
 
 func (c *Config) validate() error {
@@ -77,6 +81,13 @@ func (c *Config) validate() error {
 	}
 	if c.WatchBookmarkInterval == 0 {
 		c.WatchBookmarkInterval = 10 * time.Second
+	}
+	if c.Allocators == nil {
+		a, err := defaultAllocators(c.Store)
+		if err != nil {
+			return err
+		}
+		c.Allocators = a
 	}
 	return nil
 }

@@ -64,7 +64,11 @@ func (s *Server) guaranteedUpdate(ctx context.Context, res *resource.Resource, n
 			if isDryRun {
 				return updateResult{obj: desired, deleted: true}, nil
 			}
-			rev, _, err := s.store.Delete(ctx, key, kv.ModRevision)
+			var side storage.Side
+			if alloc := s.allocator(res); alloc != nil {
+				side = alloc.Release(cur)
+			}
+			rev, _, err := s.store.DeleteWith(ctx, key, kv.ModRevision, side)
 			if errors.Is(err, storage.ErrConflict) && pinned == "" && attempt < 16 {
 				continue
 			}
@@ -73,6 +77,12 @@ func (s *Server) guaranteedUpdate(ctx context.Context, res *resource.Resource, n
 			}
 			dm.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return updateResult{obj: desired, deleted: true}, nil
+		}
+		var side storage.Side
+		if alloc := s.allocator(res); alloc != nil && sub == "" {
+			if side, err = alloc.Allocate(ctx, desired, cur); err != nil {
+				return updateResult{}, err
+			}
 		}
 		data, err := encodeForStorage(res, desired)
 		if err != nil {
@@ -89,8 +99,9 @@ func (s *Server) guaranteedUpdate(ctx context.Context, res *resource.Resource, n
 			dm.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
 			return updateResult{obj: desired}, nil
 		}
-		rev, _, err := s.store.Update(ctx, key, data, kv.ModRevision)
-		if errors.Is(err, storage.ErrConflict) && pinned == "" && attempt < 16 {
+		rev, _, err := s.store.UpdateWith(ctx, key, data, kv.ModRevision, side)
+		if errors.Is(err, storage.ErrConflict) && pinned == "" && attempt < 16 ||
+			errors.Is(err, storage.ErrClaimed) && attempt < maxClaimAttempts {
 			continue
 		}
 		if err != nil {

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -148,12 +149,19 @@ func selectorString(ls *metav1.LabelSelector) string {
 	return sel.String()
 }
 
-// keepServiceAllocations keeps the cluster IPs and node ports a PUT leaves
-// out, as upstream does, so `kubectl replace` of a manifest works.
+// keepServiceAllocations keeps the cluster IPs, IP families and node ports
+// a PUT leaves out, as upstream does, so `kubectl replace` of a manifest
+// works; and, as upstream's dropTypeDependentFields, drops the allocated
+// values a type change leaves behind unchanged (cluster IPs when becoming
+// ExternalName, node ports when no longer NodePort or LoadBalancer), so
+// the allocator releases them.
 func keepServiceAllocations(obj, old runtime.Object) {
 	s, o := obj.(*corev1.Service), old.(*corev1.Service)
-	if s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) == 0 {
+	if s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) == 0 && s.Spec.Type != corev1.ServiceTypeExternalName {
 		s.Spec.ClusterIP, s.Spec.ClusterIPs = o.Spec.ClusterIP, append([]string(nil), o.Spec.ClusterIPs...)
+	}
+	if len(s.Spec.IPFamilies) == 0 && s.Spec.Type != corev1.ServiceTypeExternalName && slices.Equal(s.Spec.ClusterIPs, o.Spec.ClusterIPs) {
+		s.Spec.IPFamilies = append([]corev1.IPFamily(nil), o.Spec.IPFamilies...)
 	}
 	if s.Spec.Type == o.Spec.Type {
 		for i := range s.Spec.Ports {
@@ -165,6 +173,34 @@ func keepServiceAllocations(obj, old runtime.Object) {
 					s.Spec.Ports[i].NodePort = op.NodePort
 				}
 			}
+		}
+		if s.Spec.HealthCheckNodePort == 0 && s.Spec.ExternalTrafficPolicy == o.Spec.ExternalTrafficPolicy {
+			s.Spec.HealthCheckNodePort = o.Spec.HealthCheckNodePort
+		}
+	}
+	if s.Spec.Type == corev1.ServiceTypeExternalName && o.Spec.Type != corev1.ServiceTypeExternalName {
+		if s.Spec.ClusterIP == o.Spec.ClusterIP && slices.Equal(s.Spec.ClusterIPs, o.Spec.ClusterIPs) {
+			s.Spec.ClusterIP, s.Spec.ClusterIPs = "", nil
+		}
+		if slices.Equal(s.Spec.IPFamilies, o.Spec.IPFamilies) {
+			s.Spec.IPFamilies = nil
+		}
+		if s.Spec.IPFamilyPolicy != nil && o.Spec.IPFamilyPolicy != nil && *s.Spec.IPFamilyPolicy == *o.Spec.IPFamilyPolicy {
+			s.Spec.IPFamilyPolicy = nil
+		}
+	}
+	if s.Spec.Type != corev1.ServiceTypeNodePort && s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		for i := range s.Spec.Ports {
+			for _, op := range o.Spec.Ports {
+				if op.NodePort != 0 && op.NodePort == s.Spec.Ports[i].NodePort {
+					s.Spec.Ports[i].NodePort = 0
+				}
+			}
+		}
+	}
+	if s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+		if s.Spec.HealthCheckNodePort == o.Spec.HealthCheckNodePort {
+			s.Spec.HealthCheckNodePort = 0
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/apiserver/admission"
@@ -21,6 +22,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver/openapi"
 	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/apiserver/resource"
+	"github.com/kubebus/kubebus/apiserver/servicealloc"
 	"github.com/kubebus/kubebus/apiserver/storage"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/publish"
@@ -50,6 +52,10 @@ type Options struct {
 	BusLimits bus.StreamLimits
 	// Listening, when set, receives the bound address once serving.
 	Listening chan<- string
+	// ServiceClusterIPRange and ServiceNodePortRange are where Services get
+	// their cluster IPs and node ports (empty: 10.96.0.0/12, 30000-32767).
+	ServiceClusterIPRange string
+	ServiceNodePortRange  string
 }
 
 func (o *Options) validate() error {
@@ -85,6 +91,10 @@ func Run(ctx context.Context, o Options) error {
 	bundle, err := pki.Ensure(pki.Config{Dir: o.PKIDir, Hosts: o.Hosts})
 	if err != nil {
 		return fmt.Errorf("preparing certificates: %w", err)
+	}
+	svcAlloc, err := servicealloc.New(servicealloc.Config{Store: store, ClusterIPRange: o.ServiceClusterIPRange, NodePortRange: o.ServiceNodePortRange})
+	if err != nil {
+		return err
 	}
 	resources := resource.Builtin()
 	docs, err := openapi.Build(openAPIResources(resources))
@@ -134,6 +144,7 @@ func Run(ctx context.Context, o Options) error {
 	srv, err := apiserver.New(apiserver.Config{
 		Store: store, Resources: resources, Logger: o.Logger, Metrics: metrics,
 		Authenticator: authn,
+		Allocators:    map[schema.GroupResource]apiserver.Allocator{{Resource: "services"}: svcAlloc},
 		Admission: admission.Chain{
 			admission.Priority{Classes: admission.StoredPriorityClasses{Store: store}},
 			admission.DefaultTolerationSeconds{},

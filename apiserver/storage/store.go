@@ -164,23 +164,37 @@ func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 // write also requires the parent key to exist (a namespace for a namespaced
 // object), checked in the same transaction. It returns the new revision.
 func (s *Store) Create(ctx context.Context, key string, value []byte, parent string) (int64, error) {
+	return s.CreateWith(ctx, key, value, parent, Side{})
+}
+
+// CreateWith is Create with side effects committed in the same transaction.
+// A taken claim key fails it with a *ClaimError (errors.Is ErrClaimed).
+func (s *Store) CreateWith(ctx context.Context, key string, value []byte, parent string, side Side) (int64, error) {
 	defer s.timed("create")()
 	conds := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}
+	checks := []clientv3.Op{clientv3.OpGet(key, clientv3.WithCountOnly())}
 	if parent != "" {
 		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(parent), ">", 0))
+		checks = append(checks, clientv3.OpGet(parent, clientv3.WithCountOnly()))
 	}
-	resp, err := s.cli.Txn(ctx).If(conds...).
-		Then(clientv3.OpPut(key, string(value))).
-		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
+	resp, err := s.cli.Txn(ctx).If(append(conds, side.cmps()...)...).
+		Then(append([]clientv3.Op{clientv3.OpPut(key, string(value))}, side.ops()...)...).
+		Else(append(checks, side.checks()...)...).
 		Commit()
 	if err != nil {
 		return 0, fmt.Errorf("creating %s: %w", key, wrapErr(err))
 	}
 	if !resp.Succeeded {
-		if resp.Responses[0].GetResponseRange().Count > 0 {
+		switch {
+		case resp.Responses[0].GetResponseRange().Count > 0:
 			return 0, ErrExists
+		case parent != "" && resp.Responses[1].GetResponseRange().Count == 0:
+			return 0, ErrNoParent
 		}
-		return 0, ErrNoParent
+		if err := side.taken(resp.Responses, len(checks)); err != nil {
+			return 0, err
+		}
+		return 0, ErrClaimed
 	}
 	return resp.Header.Revision, nil
 }
@@ -188,39 +202,47 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, parent str
 // Update replaces key if its mod revision is still rev. On a conflict it
 // returns ErrConflict and the current value (or ErrNotFound if it is gone).
 func (s *Store) Update(ctx context.Context, key string, value []byte, rev int64) (int64, KV, error) {
+	return s.UpdateWith(ctx, key, value, rev, Side{})
+}
+
+// UpdateWith is Update with side effects committed in the same transaction.
+// A taken claim key fails it with a *ClaimError (errors.Is ErrClaimed).
+func (s *Store) UpdateWith(ctx context.Context, key string, value []byte, rev int64, side Side) (int64, KV, error) {
 	defer s.timed("update")()
-	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-		Then(clientv3.OpPut(key, string(value))).
-		Else(clientv3.OpGet(key)).
+	return s.casWith(ctx, "updating", key, rev, clientv3.OpPut(key, string(value)), side)
+}
+
+// Delete removes key if its mod revision is still rev. On a conflict it
+// returns ErrConflict and the current value.
+func (s *Store) Delete(ctx context.Context, key string, rev int64) (int64, KV, error) {
+	return s.DeleteWith(ctx, key, rev, Side{})
+}
+
+// DeleteWith is Delete with side effects committed in the same transaction.
+// A taken claim key fails it with a *ClaimError (errors.Is ErrClaimed).
+func (s *Store) DeleteWith(ctx context.Context, key string, rev int64, side Side) (int64, KV, error) {
+	defer s.timed("delete")()
+	return s.casWith(ctx, "deleting", key, rev, clientv3.OpDelete(key), side)
+}
+
+// casWith runs op on key if its mod revision is still rev, with side.
+func (s *Store) casWith(ctx context.Context, verb, key string, rev int64, op clientv3.Op, side Side) (int64, KV, error) {
+	resp, err := s.cli.Txn(ctx).If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, side.cmps()...)...).
+		Then(append([]clientv3.Op{op}, side.ops()...)...).
+		Else(append([]clientv3.Op{clientv3.OpGet(key)}, side.checks()...)...).
 		Commit()
 	if err != nil {
-		return 0, KV{}, fmt.Errorf("updating %s: %w", key, wrapErr(err))
+		return 0, KV{}, fmt.Errorf("%s %s: %w", verb, key, wrapErr(err))
 	}
 	if !resp.Succeeded {
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
 			return 0, KV{}, ErrNotFound
 		}
-		return 0, kvOf(kvs[0]), ErrConflict
-	}
-	return resp.Header.Revision, KV{}, nil
-}
-
-// Delete removes key if its mod revision is still rev. On a conflict it
-// returns ErrConflict and the current value.
-func (s *Store) Delete(ctx context.Context, key string, rev int64) (int64, KV, error) {
-	defer s.timed("delete")()
-	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-		Then(clientv3.OpDelete(key)).
-		Else(clientv3.OpGet(key)).
-		Commit()
-	if err != nil {
-		return 0, KV{}, fmt.Errorf("deleting %s: %w", key, wrapErr(err))
-	}
-	if !resp.Succeeded {
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 0 {
-			return 0, KV{}, ErrNotFound
+		if kvs[0].ModRevision == rev {
+			if err := side.taken(resp.Responses, 1); err != nil {
+				return 0, KV{}, err
+			}
 		}
 		return 0, kvOf(kvs[0]), ErrConflict
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -66,6 +67,7 @@ var kubectlCases = []struct {
 	{"apply configured", caseApplyConfigured},
 	{"get all namespaces", caseGetAllNamespaces},
 	{"get wide", caseGetWide},
+	{"service cluster IP", caseServiceClusterIP},
 	{"get yaml", caseGetYAML},
 	{"get json", caseGetJSON},
 	{"get jsonpath", caseGetJSONPath},
@@ -260,6 +262,19 @@ func caseGetWide(t *testing.T, k kubectl) {
 				}
 			}
 		})
+	}
+}
+
+// caseServiceClusterIP: the API server allocates a ClusterIP service its
+// address on create, from the default range 10.96.0.0/12.
+func caseServiceClusterIP(t *testing.T, k kubectl) {
+	ip := k.jsonpath(t, "service", "web", "{.spec.clusterIP}")
+	_, serviceRange, _ := net.ParseCIDR("10.96.0.0/12")
+	if parsed := net.ParseIP(ip); parsed == nil || !serviceRange.Contains(parsed) {
+		t.Errorf("service web: spec.clusterIP = %q, want an allocated IP address in %s", ip, serviceRange)
+	}
+	if ips := k.jsonpath(t, "service", "web", "{.spec.clusterIPs[*]}"); ips != ip {
+		t.Errorf("service web: spec.clusterIPs = %q, want [%s]", ips, ip)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/kubebus/kubebus/bus"
 
 	"github.com/kubebus/kubebus/apiserver/serve"
+	"github.com/kubebus/kubebus/apiserver/servicealloc"
 )
 
 func newAPIServerCmd(g *globals) *cobra.Command {
@@ -32,6 +33,8 @@ Several API servers may share one etcd; they are stateless.`,
 	f.StringVar(&o.Kubeconfig, "write-kubeconfig", "", "write an admin kubeconfig here")
 	f.StringSliceVar(&o.Hosts, "tls-hosts", []string{"localhost", "127.0.0.1", "::1"}, "names in the serving certificate")
 	f.StringVar(&o.TokenFile, "token-auth-file", "", "static bearer tokens: token,user,uid[,\"groups\"] per line")
+	f.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", servicealloc.DefaultClusterIPRange, "CIDR Services get their cluster IPs from")
+	f.StringVar(&o.ServiceNodePortRange, "service-node-port-range", servicealloc.DefaultNodePortRange, "ports Services of type NodePort and LoadBalancer get their node ports from")
 	addBusFlags(f, &o.BusLimits)
 	_ = cmd.MarkFlagRequired("etcd-servers")
 	_ = cmd.MarkFlagRequired("pki-dir")

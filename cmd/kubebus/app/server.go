@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/apiserver/serve"
+	"github.com/kubebus/kubebus/apiserver/servicealloc"
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/natsserver"
@@ -22,6 +23,8 @@ import (
 
 type serverOptions struct {
 	tokenFile  string
+	svcIPRange string
+	nodePorts  string
 	kcm        kcm.Options
 	noKCM      bool
 	noSched    bool
@@ -97,6 +100,7 @@ Restarting with the same --data-dir keeps every object.`,
 				EtcdServers: []string{etcd.Endpoint}, NATSURL: ns.URL(),
 				BindAddress: o.bind, Port: o.port, PKIDir: filepath.Join(dir, "pki"),
 				Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus, TokenFile: o.tokenFile,
+				ServiceClusterIPRange: o.svcIPRange, ServiceNodePortRange: o.nodePorts,
 			})
 		},
 	}
@@ -106,6 +110,8 @@ Restarting with the same --data-dir keeps every object.`,
 	f.IntVar(&o.port, "secure-port", 6443, "API server HTTPS port (0 picks a free one)")
 	f.IntVar(&o.etcdPort, "etcd-client-port", 2379, "embedded etcd client port on 127.0.0.1 (0 picks a free one)")
 	f.IntVar(&o.etcdPeer, "etcd-peer-port", 2380, "embedded etcd peer port on 127.0.0.1 (0 picks a free one)")
+	f.StringVar(&o.svcIPRange, "service-cluster-ip-range", servicealloc.DefaultClusterIPRange, "CIDR Services get their cluster IPs from")
+	f.StringVar(&o.nodePorts, "service-node-port-range", servicealloc.DefaultNodePortRange, "ports Services of type NodePort and LoadBalancer get their node ports from")
 	f.StringVar(&o.tokenFile, "token-auth-file", "", "static bearer tokens: token,user,uid[,\"groups\"] per line")
 	addBusFlags(f, &o.bus)
 	addControllerManagerFlags(f, &o.kcm)
