@@ -55,6 +55,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newServerCmd(g), newAPIServerCmd(g), newControllerManagerCmd(g))
 	root.AddCommand(newTapCmd(g))
 	root.AddCommand(newSchedulerCmd(g))
-	root.AddCommand(newKubeletCmd(g), newImageCmd(g))
+	root.AddCommand(newKubeletCmd(g), newImageCmd(g), newProxyCmd(g))
 	return root
 }

@@ -1,0 +1,83 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/proxy"
+	"github.com/kubebus/kubebus/proxy/nft"
+)
+
+func newProxyCmd(g *globals) *cobra.Command {
+	var (
+		cfg         proxy.Config
+		natsURL     string
+		cleanup     bool
+		metricsAddr string
+		netnsPath   string
+	)
+	cmd := &cobra.Command{
+		Use:   "proxy",
+		Short: "Run the node proxy: program Services into nftables",
+		Long: `Run the node proxy. It reads Services and EndpointSlices from the bus (NATS
+JetStream) and programs the node's nftables table "kubebus" (family ip) so
+that Service addresses and node ports reach ready endpoints. It carries no
+traffic itself. With --cleanup it deletes the table and exits.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, log := cmd.Context(), g.logger()
+			var ncfg nft.Config
+			if netnsPath != "" {
+				ns, err := os.Open(netnsPath)
+				if err != nil {
+					return fmt.Errorf("opening the node network namespace: %w", err)
+				}
+				defer ns.Close()
+				ncfg.NetNSFd = int(ns.Fd())
+			}
+			a, err := nft.New(ncfg)
+			if err != nil {
+				return err
+			}
+			if cleanup {
+				return a.Cleanup(ctx)
+			}
+			if cfg.Instance == "" {
+				if cfg.Instance, err = os.Hostname(); err != nil {
+					return fmt.Errorf("naming this proxy: %w", err)
+				}
+			}
+			_, js, err := bus.Connect(natsURL, "kube-proxy-"+cfg.Instance)
+			if err != nil {
+				return fmt.Errorf("connecting to NATS: %w", err)
+			}
+			reg := prometheus.NewRegistry()
+			cfg.JetStream, cfg.Applier, cfg.Logger, cfg.Metrics = js, a, log.With("component", "proxy"), reg
+			if metricsAddr != "" {
+				srv := &http.Server{Addr: metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+				go func() {
+					if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+						log.Error("proxy metrics server stopped", "err", err)
+					}
+				}()
+				defer srv.Close()
+			}
+			return proxy.Run(ctx, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
+	f.StringVar(&cfg.Instance, "hostname-override", "", "name of this node for its bus consumers (default the hostname)")
+	f.DurationVar(&cfg.MinSyncPeriod, "min-sync-period", proxy.DefaultMinSyncPeriod, "least time between two syncs of the rules")
+	f.DurationVar(&cfg.SyncPeriod, "sync-period", proxy.DefaultSyncPeriod, "how often the rules are rebuilt without a change")
+	f.StringVar(&netnsPath, "node-netns", "", "program the nftables of this network namespace (e.g. the kubelet's --node-netns) instead of the proxy's own")
+	f.BoolVar(&cleanup, "cleanup", false, "delete the proxy's nftables table and exit")
+	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:10249", "address of /metrics (empty: none)")
+	return cmd
+}

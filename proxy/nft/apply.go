@@ -1,0 +1,357 @@
+package nft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+
+	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/kubebus/kubebus/proxy/rules"
+)
+
+// Config says where the applier writes.
+type Config struct {
+	// NetNSFd, when not 0, is a network namespace to program instead of
+	// the process's own (tests use it).
+	NetNSFd int
+}
+
+// Applier writes rulesets to the kernel. It remembers the last ruleset it
+// applied so that the next Apply sends only the differences; after a
+// failure it replaces the whole table again.
+type Applier struct {
+	mu    sync.Mutex
+	conn  *nftables.Conn
+	table *nftables.Table
+	last  *rules.Ruleset
+}
+
+// New opens a netlink connection to nftables.
+func New(cfg Config) (*Applier, error) {
+	c, err := nftables.New(connOpts(cfg.NetNSFd)...)
+	if err != nil {
+		return nil, fmt.Errorf("nft: opening netlink: %w", err)
+	}
+	return &Applier{conn: c, table: &nftables.Table{Name: rules.Table, Family: nftables.TableFamilyIPv4}}, nil
+}
+
+// Apply makes the table hold rs, in one transaction.
+func (a *Applier) Apply(ctx context.Context, rs *rules.Ruleset) error {
+	if rs == nil {
+		return errors.New("nft: nil ruleset")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var err error
+	if a.last == nil || !sameBase(a.last, rs) || setChanged(a.last, rs) {
+		err = a.full(rs)
+	} else {
+		err = a.diff(a.last, rs)
+	}
+	if err != nil {
+		a.last = nil
+		return err
+	}
+	a.last = rs
+	return nil
+}
+
+// Cleanup deletes the table (and everything in it); a missing table is
+// not an error.
+func (a *Applier) Cleanup(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.last = nil
+	a.conn.AddTable(a.table)
+	a.conn.DelTable(a.table)
+	if err := a.conn.Flush(); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("nft: deleting table %s: %w", rules.Table, err)
+	}
+	return nil
+}
+
+// full replaces the table: add (so that delete cannot fail), delete, and
+// build it again, all in one transaction.
+func (a *Applier) full(rs *rules.Ruleset) error {
+	c, t := a.conn, a.table
+	c.AddTable(t)
+	c.DelTable(t)
+	c.AddTable(t)
+	for _, s := range rs.Sets {
+		if err := c.AddSet(affinitySet(t, s), nil); err != nil {
+			return a.abort(fmt.Errorf("nft: set %s: %w", s.Name, err))
+		}
+	}
+	chains := make(map[string]*nftables.Chain, len(rs.Chains))
+	for _, rc := range rs.Chains {
+		ch, err := chainOf(t, rc)
+		if err != nil {
+			return a.abort(err)
+		}
+		chains[rc.Name] = c.AddChain(ch)
+	}
+	for _, m := range rs.Maps {
+		set := mapSet(t, m)
+		if err := c.AddSet(set, nil); err != nil {
+			return a.abort(fmt.Errorf("nft: map %s: %w", m.Name, err))
+		}
+		if err := addElements(c, set, m, m.Elements); err != nil {
+			return a.abort(err)
+		}
+	}
+	for _, rc := range rs.Chains {
+		for _, r := range rc.Rules {
+			if err := addRule(c, t, chains[rc.Name], r); err != nil {
+				return a.abort(err)
+			}
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("nft: writing table %s: %w", rules.Table, err)
+	}
+	return nil
+}
+
+// diff sends the changes from old to rs.
+func (a *Applier) diff(old, rs *rules.Ruleset) error {
+	c, t := a.conn, a.table
+	oldChains := make(map[string]rules.Chain, len(old.Chains))
+	for _, ch := range old.Chains {
+		oldChains[ch.Name] = ch
+	}
+	newChains := make(map[string]bool, len(rs.Chains))
+	oldSets := make(map[string]rules.Set, len(old.Sets))
+	for _, s := range old.Sets {
+		oldSets[s.Name] = s
+	}
+	newSets := make(map[string]bool, len(rs.Sets))
+
+	// 1. New sets and chains, so that elements and rules can name them.
+	for _, s := range rs.Sets {
+		newSets[s.Name] = true
+		if _, ok := oldSets[s.Name]; !ok {
+			if err := c.AddSet(affinitySet(t, s), nil); err != nil {
+				return a.abort(fmt.Errorf("nft: set %s: %w", s.Name, err))
+			}
+		}
+	}
+	var changed []rules.Chain
+	for _, ch := range rs.Chains {
+		newChains[ch.Name] = true
+		o, ok := oldChains[ch.Name]
+		if !ok {
+			c.AddChain(&nftables.Chain{Name: ch.Name, Table: t})
+			changed = append(changed, ch)
+		} else if !rulesEqual(o.Rules, ch.Rules) {
+			c.FlushChain(&nftables.Chain{Name: ch.Name, Table: t})
+			changed = append(changed, ch)
+		}
+	}
+	// 2. Map elements that go or change.
+	adds := make([][]rules.Element, len(rs.Maps))
+	for i, m := range rs.Maps {
+		del, add := diffElements(old.Maps[i].Elements, m.Elements)
+		adds[i] = add
+		for chunk := range slices.Chunk(del, elementsPerMessage) {
+			if err := c.SetDeleteElements(mapSet(t, m), elements(m, chunk)); err != nil {
+				return a.abort(fmt.Errorf("nft: map %s: %w", m.Name, err))
+			}
+		}
+	}
+	// 3. Chains that go lose their rules first (they may point at each other).
+	var gone []rules.Chain
+	for _, ch := range old.Chains {
+		if !newChains[ch.Name] {
+			c.FlushChain(&nftables.Chain{Name: ch.Name, Table: t})
+			gone = append(gone, ch)
+		}
+	}
+	// 4. Rules of new and changed chains, then the new elements.
+	for _, ch := range changed {
+		nc := &nftables.Chain{Name: ch.Name, Table: t}
+		for _, r := range ch.Rules {
+			if err := addRule(c, t, nc, r); err != nil {
+				return a.abort(err)
+			}
+		}
+	}
+	for i, m := range rs.Maps {
+		if err := addElements(c, mapSet(t, m), m, adds[i]); err != nil {
+			return a.abort(err)
+		}
+	}
+	// 5. Unreferenced chains and sets go.
+	for _, ch := range gone {
+		c.DelChain(&nftables.Chain{Name: ch.Name, Table: t})
+	}
+	for _, s := range old.Sets {
+		if !newSets[s.Name] {
+			c.DelSet(affinitySet(t, s))
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("nft: updating table %s: %w", rules.Table, err)
+	}
+	return nil
+}
+
+// elementsPerMessage keeps each element message's attribute list under
+// netlink's 64 KiB attribute length (a chain name is at most 256 bytes);
+// the kernel silently ignores what does not fit.
+const elementsPerMessage = 128
+
+// addElements queues es for the map in messages of elementsPerMessage.
+func addElements(c *nftables.Conn, set *nftables.Set, m rules.Map, es []rules.Element) error {
+	for chunk := range slices.Chunk(es, elementsPerMessage) {
+		if err := c.SetAddElements(set, elements(m, chunk)); err != nil {
+			return fmt.Errorf("nft: map %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// abort drops the queued messages and returns err.
+func (a *Applier) abort(err error) error {
+	// The library has no way to discard queued messages but sending them;
+	// a fresh connection leaves the old queue to the garbage collector.
+	if c, e := nftables.New(connOpts(a.conn.NetNS)...); e == nil {
+		a.conn = c
+	}
+	return err
+}
+
+// sockBuf is the netlink socket's send and receive buffer: a whole table of
+// 10,000 Services is one message of tens of megabytes, and every part of
+// it is acknowledged.
+const sockBuf = 1 << 30
+
+func connOpts(netnsFd int) []nftables.ConnOption {
+	opts := []nftables.ConnOption{nftables.WithSockOptions(func(c *netlink.Conn) error {
+		rc, err := c.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sockBuf)
+			if serr == nil {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, sockBuf)
+			}
+		}); err != nil {
+			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("nft: sizing the netlink socket buffers: %w", serr)
+		}
+		return nil
+	})}
+	if netnsFd != 0 {
+		opts = append(opts, nftables.WithNetNSFd(netnsFd))
+	}
+	return opts
+}
+
+// sameBase reports whether the two rulesets have the same maps in the same
+// order and the same base chains, which diff relies on.
+func sameBase(a, b *rules.Ruleset) bool {
+	if len(a.Maps) != len(b.Maps) {
+		return false
+	}
+	for i := range a.Maps {
+		if a.Maps[i].Name != b.Maps[i].Name || a.Maps[i].Key != b.Maps[i].Key {
+			return false
+		}
+	}
+	hooks := func(rs *rules.Ruleset) map[string]rules.Chain {
+		m := map[string]rules.Chain{}
+		for _, c := range rs.Chains {
+			if c.Hook != nil {
+				m[c.Name] = c
+			}
+		}
+		return m
+	}
+	ha, hb := hooks(a), hooks(b)
+	if len(ha) != len(hb) {
+		return false
+	}
+	for n, c := range ha {
+		d, ok := hb[n]
+		if !ok || *c.Hook != *d.Hook || !rulesEqual(c.Rules, d.Rules) {
+			return false
+		}
+	}
+	return true
+}
+
+// rulesEqual compares rules; every rule kind is a comparable struct.
+// setChanged reports whether a set kept its name but not its settings: its
+// rules would still use it, so it cannot be replaced in a diff.
+func setChanged(a, b *rules.Ruleset) bool {
+	old := make(map[string]rules.Set, len(a.Sets))
+	for _, s := range a.Sets {
+		old[s.Name] = s
+	}
+	for _, s := range b.Sets {
+		if o, ok := old[s.Name]; ok && o != s {
+			return true
+		}
+	}
+	return false
+}
+
+func rulesEqual(a, b []rules.Rule) bool {
+	return slices.Equal(a, b)
+}
+
+type elemKey struct {
+	addr  [4]byte
+	proto rules.Proto
+	port  uint16
+}
+
+// diffElements returns the elements to delete (gone or changed) and to add
+// (new or changed).
+func diffElements(old, cur []rules.Element) (del, add []rules.Element) {
+	key := func(e rules.Element) elemKey {
+		k := elemKey{proto: e.Proto, port: e.Port}
+		if e.Addr.IsValid() {
+			k.addr = e.Addr.As4()
+		}
+		return k
+	}
+	have := make(map[elemKey]string, len(old))
+	for _, e := range old {
+		have[key(e)] = e.Goto
+	}
+	want := make(map[elemKey]bool, len(cur))
+	for _, e := range cur {
+		k := key(e)
+		want[k] = true
+		if g, ok := have[k]; !ok || g != e.Goto {
+			if ok {
+				del = append(del, rules.Element{Addr: e.Addr, Proto: e.Proto, Port: e.Port, Goto: g})
+			}
+			add = append(add, e)
+		}
+	}
+	for _, e := range old {
+		if !want[key(e)] {
+			del = append(del, e)
+		}
+	}
+	return del, add
+}

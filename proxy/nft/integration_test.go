@@ -1,0 +1,238 @@
+package nft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	vnetns "github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebus/kubebus/proxy/rules"
+	"github.com/kubebus/kubebus/test/harness/netns"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test skipped under -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs the ip tool")
+	}
+}
+
+// inNS runs fn on a thread of its own moved into ns; the thread is thrown
+// away afterwards (never unlocked), so no goroutine inherits the namespace.
+func inNS(path string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		h, err := vnetns.GetFromPath(path)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer h.Close()
+		if err := vnetns.Set(h); err != nil {
+			errc <- err
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+func must(t *testing.T, n *netns.Node, args ...string) {
+	t.Helper()
+	if _, err := n.IP(args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// link makes a veth pair between node and other with addresses nodeAddr
+// and otherAddr (a /24) and routes other's default through node.
+func link(t *testing.T, node, other *netns.Node, dev, nodeAddr, otherAddr string) {
+	t.Helper()
+	must(t, node, "link", "add", dev, "type", "veth", "peer", "name", dev+"p", "netns", other.Name)
+	must(t, node, "addr", "add", nodeAddr+"/24", "dev", dev)
+	must(t, node, "link", "set", dev, "up")
+	must(t, other, "addr", "add", otherAddr+"/24", "dev", dev+"p")
+	must(t, other, "link", "set", dev+"p", "up")
+	must(t, other, "route", "add", "default", "via", nodeAddr)
+}
+
+// serve runs an HTTP server answering name on addr inside ns.
+func serve(t *testing.T, n *netns.Node, addr, name string) {
+	t.Helper()
+	var l net.Listener
+	if err := inNS(n.Path, func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, name) })}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+}
+
+// get fetches http://addr/ from inside ns on a fresh connection.
+func get(n *netns.Node, addr string) (string, error) {
+	var conn net.Conn
+	if err := inNS(n.Path, func() (err error) {
+		conn, err = net.DialTimeout("tcp", addr, 5*time.Second)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		return "", err
+	}
+	_, body, _ := cutBody(string(b))
+	return body, nil
+}
+
+func cutBody(s string) (string, string, bool) {
+	for i := 0; i+4 <= len(s); i++ {
+		if s[i:i+4] == "\r\n\r\n" {
+			return s[:i], s[i+4:], true
+		}
+	}
+	return s, "", false
+}
+
+type testbed struct {
+	node, podA, podB, client *netns.Node
+	applier                  *Applier
+}
+
+func newTestbed(t *testing.T) *testbed {
+	needRoot(t)
+	tb := &testbed{node: netns.New(t), podA: netns.New(t), podB: netns.New(t), client: netns.New(t)}
+	link(t, tb.node, tb.podA, "pa", "10.244.1.1", "10.244.1.2")
+	link(t, tb.node, tb.podB, "pb", "10.244.2.1", "10.244.2.2")
+	link(t, tb.node, tb.client, "cl", "10.250.0.1", "10.250.0.2")
+	// The node's own default route (a real node has one): without a route
+	// to the ClusterIP, local connections fail before the nat hook.
+	tb.node.AddAddress(t, "up0", "192.0.2.1/24")
+	if _, err := tb.node.Exec("sysctl", "-qw", "net.ipv4.ip_forward=1"); err != nil {
+		t.Fatal(err)
+	}
+	serve(t, tb.podA, "10.244.1.2:8080", "pod-a")
+	serve(t, tb.podB, "10.244.2.2:8080", "pod-b")
+	f, err := os.Open(tb.node.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if tb.applier, err = New(Config{NetNSFd: int(f.Fd())}); err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+func (tb *testbed) apply(t *testing.T, affinity bool, ready ...string) {
+	t.Helper()
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"},
+			Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}}},
+	}
+	if affinity {
+		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	}
+	p, tcp, name := int32(8080), corev1.ProtocolTCP, ""
+	sl := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &p, Protocol: &tcp}},
+	}
+	for _, ip := range ready {
+		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}})
+	}
+	rs := rules.Build(rules.Input{Services: []*corev1.Service{s}, EndpointSlices: []*discoveryv1.EndpointSlice{sl}})
+	if err := tb.applier.Apply(context.Background(), rs); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+}
+
+func (tb *testbed) hits(t *testing.T, from *netns.Node, addr string, n int) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for range n {
+		body, err := get(from, addr)
+		if err != nil {
+			t.Fatalf("GET %s: %v", addr, err)
+		}
+		got[body]++
+	}
+	return got
+}
+
+func TestIntegrationClusterIPNodePortRejectAffinity(t *testing.T) {
+	tb := newTestbed(t)
+	ctx := context.Background()
+
+	tb.apply(t, false, "10.244.1.2", "10.244.2.2")
+	for _, from := range []*netns.Node{tb.client, tb.node} {
+		got := tb.hits(t, from, "10.96.0.10:80", 40)
+		if got["pod-a"] == 0 || got["pod-b"] == 0 || got["pod-a"]+got["pod-b"] != 40 {
+			t.Errorf("ClusterIP from %s: want both backends, got %v", from.Name, got)
+		}
+	}
+	if got := tb.hits(t, tb.client, "10.250.0.1:30080", 20); got["pod-a"]+got["pod-b"] != 20 {
+		t.Errorf("NodePort: want answers from the backends, got %v", got)
+	}
+
+	// A backend gone: only the other answers (diff apply).
+	tb.apply(t, false, "10.244.2.2")
+	if got := tb.hits(t, tb.client, "10.96.0.10:80", 20); got["pod-b"] != 20 {
+		t.Errorf("after pod-a left: got %v", got)
+	}
+
+	// No endpoints: rejected, not timed out.
+	tb.apply(t, false)
+	for _, from := range []*netns.Node{tb.client, tb.node} {
+		for _, addr := range []string{"10.96.0.10:80", "10.250.0.1:30080"} {
+			if from == tb.node && addr == "10.250.0.1:30080" {
+				continue
+			}
+			_, err := get(from, addr)
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Errorf("%s from %s with no endpoints: want connection refused, got %v", addr, from.Name, err)
+			}
+		}
+	}
+
+	// ClientIP affinity: one client stays on one backend.
+	tb.apply(t, true, "10.244.1.2", "10.244.2.2")
+	if got := tb.hits(t, tb.client, "10.96.0.10:80", 20); len(got) != 1 {
+		t.Errorf("affinity: want one backend, got %v", got)
+	}
+
+	if err := tb.applier.Cleanup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := tb.node.Exec("nft", "list", "tables"); err != nil || out != "" {
+		t.Errorf("after cleanup: nft list tables = %q, %v", out, err)
+	}
+	if err := tb.applier.Cleanup(ctx); err != nil {
+		t.Errorf("second cleanup: %v", err)
+	}
+}

@@ -1,0 +1,312 @@
+package rules
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/base32"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// Names of the fixed chains and maps.
+const (
+	ChainServices       = "services"
+	ChainEndpointsCheck = "endpoints-check"
+	ChainReject         = "reject-chain"
+
+	MapServiceIPs          = "service-ips"
+	MapServiceNodePorts    = "service-nodeports"
+	MapNoEndpointServices  = "no-endpoint-services"
+	MapNoEndpointNodePorts = "no-endpoint-nodeports"
+)
+
+// DefaultAffinityTimeout is sessionAffinity ClientIP's timeout when the
+// Service does not set one (upstream's 3 hours).
+const DefaultAffinityTimeout = 10800 * time.Second
+
+// Input is what the ruleset is built from. The objects are only read.
+type Input struct {
+	Services       []*corev1.Service
+	EndpointSlices []*discoveryv1.EndpointSlice
+}
+
+type endpoint struct {
+	addr netip.Addr
+	port uint16
+}
+
+// Build computes the desired ruleset. It is a pure function of its input:
+// the same input gives the same ruleset, in the same order. Services it
+// cannot program (not IPv4, headless, ExternalName, bad addresses) are
+// skipped and named in Ruleset.Skipped.
+func Build(in Input) *Ruleset {
+	return new(Builder).Build(in)
+}
+
+// Builder builds rulesets as Build does, reusing the rules of each Service
+// whose Service and EndpointSlice objects are the same pointers as at its
+// previous Build: informer caches replace objects, never modify them, so
+// a sync after one change rebuilds one Service. Not safe for concurrent use.
+type Builder struct {
+	memo map[string]memoEntry
+}
+
+type memoEntry struct {
+	svc    *corev1.Service
+	slices []*discoveryv1.EndpointSlice
+	part   *servicePart
+}
+
+// servicePart is what one Service contributes to the ruleset.
+type servicePart struct {
+	chains                                []Chain
+	sets                                  []Set
+	svcIPs, nodePorts, noEpIPs, noEpPorts []Element
+	skipped                               []string
+}
+
+// Build computes the desired ruleset (see the function Build).
+func (b *Builder) Build(in Input) *Ruleset {
+	slicesBySvc := map[string][]*discoveryv1.EndpointSlice{}
+	for _, s := range in.EndpointSlices {
+		if s == nil || s.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		name := s.Labels[discoveryv1.LabelServiceName]
+		if name == "" {
+			continue
+		}
+		k := s.Namespace + "/" + name
+		slicesBySvc[k] = append(slicesBySvc[k], s)
+	}
+
+	svcs := slices.Clone(in.Services)
+	svcs = slices.DeleteFunc(svcs, func(s *corev1.Service) bool { return s == nil })
+	slices.SortFunc(svcs, func(a, b *corev1.Service) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+
+	memo := make(map[string]memoEntry, len(svcs))
+	parts := make([]*servicePart, 0, len(svcs))
+	nChains, nSets := len(baseChains()), 0
+	var nIPs, nPorts, nNoIPs, nNoPorts int
+	for _, svc := range svcs {
+		id := svc.Namespace + "/" + svc.Name
+		ss := slicesBySvc[id]
+		slices.SortFunc(ss, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
+		e, ok := b.memo[id]
+		if !ok || e.svc != svc || !slices.Equal(e.slices, ss) {
+			e = memoEntry{svc: svc, slices: ss, part: buildService(svc, ss)}
+		}
+		memo[id] = e
+		p := e.part
+		parts = append(parts, p)
+		nChains += len(p.chains)
+		nSets += len(p.sets)
+		nIPs, nPorts, nNoIPs, nNoPorts = nIPs+len(p.svcIPs), nPorts+len(p.nodePorts), nNoIPs+len(p.noEpIPs), nNoPorts+len(p.noEpPorts)
+	}
+	b.memo = memo
+
+	rs := &Ruleset{Chains: make([]Chain, 0, nChains), Sets: make([]Set, 0, nSets)}
+	rs.Chains = append(rs.Chains, baseChains()...)
+	svcIPs, nodePorts := make([]Element, 0, nIPs), make([]Element, 0, nPorts)
+	noEpIPs, noEpPorts := make([]Element, 0, nNoIPs), make([]Element, 0, nNoPorts)
+	for _, p := range parts {
+		rs.Chains = append(rs.Chains, p.chains...)
+		rs.Sets = append(rs.Sets, p.sets...)
+		svcIPs, nodePorts = append(svcIPs, p.svcIPs...), append(nodePorts, p.nodePorts...)
+		noEpIPs, noEpPorts = append(noEpIPs, p.noEpIPs...), append(noEpPorts, p.noEpPorts...)
+		rs.Skipped = append(rs.Skipped, p.skipped...)
+	}
+	rs.Maps = []Map{
+		{Name: MapNoEndpointNodePorts, Key: KeyProtoPort, Elements: sortElements(noEpPorts)},
+		{Name: MapNoEndpointServices, Key: KeyAddrProtoPort, Elements: sortElements(noEpIPs)},
+		{Name: MapServiceIPs, Key: KeyAddrProtoPort, Elements: sortElements(svcIPs)},
+		{Name: MapServiceNodePorts, Key: KeyProtoPort, Elements: sortElements(nodePorts)},
+	}
+	return rs
+}
+
+// buildService computes one Service's chains, sets and map elements.
+func buildService(svc *corev1.Service, ss []*discoveryv1.EndpointSlice) *servicePart {
+	p := &servicePart{}
+	id := svc.Namespace + "/" + svc.Name
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Labels["service.kubernetes.io/service-proxy-name"] != "" {
+		return p
+	}
+	ip, ok := clusterIPv4(svc)
+	if !ok {
+		if svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != "" {
+			p.skipped = append(p.skipped, fmt.Sprintf("service %s: no IPv4 cluster IP in %q", id, svc.Spec.ClusterIP))
+		}
+		return p
+	}
+	var affinity time.Duration
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		affinity = DefaultAffinityTimeout
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil && *c.ClientIP.TimeoutSeconds > 0 {
+			affinity = time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
+		}
+	}
+	for _, sp := range svc.Spec.Ports {
+		proto, ok := protocol(sp.Protocol)
+		if !ok || sp.Port <= 0 || sp.Port > 65535 {
+			p.skipped = append(p.skipped, fmt.Sprintf("service %s port %q: unsupported protocol %q or port %d", id, sp.Name, sp.Protocol, sp.Port))
+			continue
+		}
+		spn := id + "/" + proto.String() + "/" + portName(sp)
+		eps := readyEndpoints(ss, sp)
+		nodePort := sp.NodePort > 0 && sp.NodePort <= 65535 && svc.Spec.Type != corev1.ServiceTypeClusterIP
+		if len(eps) == 0 {
+			p.noEpIPs = append(p.noEpIPs, Element{Addr: ip, Proto: proto, Port: uint16(sp.Port), Goto: ChainReject})
+			if nodePort {
+				p.noEpPorts = append(p.noEpPorts, Element{Proto: proto, Port: uint16(sp.NodePort), Goto: ChainReject})
+			}
+			continue
+		}
+		h := hash(spn)
+		svcChain := Chain{Name: "service-" + h + "-" + spn}
+		epChains := make([]string, len(eps))
+		for i, ep := range eps {
+			suffix := h + "-" + spn + "__" + ep.addr.String() + "/" + strconv.Itoa(int(ep.port))
+			c := Chain{Name: "endpoint-" + suffix}
+			c.Rules = append(c.Rules, MarkIfSource{Addr: ep.addr})
+			if affinity > 0 {
+				set := "affinity-" + suffix
+				p.sets = append(p.sets, Set{Name: set, Timeout: affinity})
+				c.Rules = append(c.Rules, AffinityUpdate{Set: set})
+				svcChain.Rules = append(svcChain.Rules, AffinityGoto{Set: set, Chain: c.Name})
+			}
+			c.Rules = append(c.Rules, DNAT{Proto: proto, Addr: ep.addr, Port: ep.port})
+			epChains[i] = c.Name
+			p.chains = append(p.chains, c)
+		}
+		for i, c := range epChains[:len(epChains)-1] {
+			svcChain.Rules = append(svcChain.Rules, RandomGoto{Mod: uint32(len(epChains) - i), Chain: c})
+		}
+		svcChain.Rules = append(svcChain.Rules, Goto{Chain: epChains[len(epChains)-1]})
+		p.chains = append(p.chains, svcChain)
+		p.svcIPs = append(p.svcIPs, Element{Addr: ip, Proto: proto, Port: uint16(sp.Port), Goto: svcChain.Name})
+		if nodePort {
+			ext := Chain{Name: "external-" + h + "-" + spn, Rules: []Rule{MarkMasquerade{}, Goto{Chain: svcChain.Name}}}
+			p.chains = append(p.chains, ext)
+			p.nodePorts = append(p.nodePorts, Element{Proto: proto, Port: uint16(sp.NodePort), Goto: ext.Name})
+		}
+	}
+	return p
+}
+
+// baseChains are the hooks and the fixed regular chains.
+func baseChains() []Chain {
+	return []Chain{
+		{Name: "nat-prerouting", Hook: &Hook{Type: "nat", Hook: "prerouting", Priority: -100}, Rules: []Rule{Jump{Chain: ChainServices}}},
+		{Name: "nat-output", Hook: &Hook{Type: "nat", Hook: "output", Priority: -100}, Rules: []Rule{Jump{Chain: ChainServices}}},
+		{Name: "nat-postrouting", Hook: &Hook{Type: "nat", Hook: "postrouting", Priority: 100}, Rules: []Rule{MasqueradeMarked{}}},
+		{Name: "filter-input", Hook: &Hook{Type: "filter", Hook: "input", Priority: -10}, Rules: []Rule{CTNewJump{Chain: ChainEndpointsCheck}}},
+		{Name: "filter-forward", Hook: &Hook{Type: "filter", Hook: "forward", Priority: -10}, Rules: []Rule{CTNewJump{Chain: ChainEndpointsCheck}}},
+		{Name: "filter-output", Hook: &Hook{Type: "filter", Hook: "output", Priority: -10}, Rules: []Rule{CTNewJump{Chain: ChainEndpointsCheck}}},
+		{Name: ChainEndpointsCheck, Rules: []Rule{DispatchAddrPort{Map: MapNoEndpointServices}, DispatchLocalPort{Map: MapNoEndpointNodePorts}}},
+		{Name: ChainReject, Rules: []Rule{Reject{}}},
+		{Name: ChainServices, Rules: []Rule{DispatchAddrPort{Map: MapServiceIPs}, DispatchLocalPort{Map: MapServiceNodePorts}}},
+	}
+}
+
+func clusterIPv4(svc *corev1.Service) (netip.Addr, bool) {
+	ips := svc.Spec.ClusterIPs
+	if len(ips) == 0 {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	for _, s := range ips {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is4() && !a.IsUnspecified() {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func protocol(p corev1.Protocol) (Proto, bool) {
+	switch p {
+	case corev1.ProtocolTCP, "":
+		return TCP, true
+	case corev1.ProtocolUDP:
+		return UDP, true
+	case corev1.ProtocolSCTP:
+		return SCTP, true
+	}
+	return 0, false
+}
+
+func portName(sp corev1.ServicePort) string {
+	if sp.Name != "" {
+		return sp.Name
+	}
+	return "p" + strconv.Itoa(int(sp.Port))
+}
+
+// readyEndpoints returns the ready, not terminating endpoints serving sp,
+// deduplicated and sorted.
+func readyEndpoints(ss []*discoveryv1.EndpointSlice, sp corev1.ServicePort) []endpoint {
+	want := sp.Protocol
+	if want == "" {
+		want = corev1.ProtocolTCP
+	}
+	var out []endpoint
+	for _, s := range ss {
+		var port int32
+		for _, p := range s.Ports {
+			proto := corev1.ProtocolTCP
+			if p.Protocol != nil {
+				proto = *p.Protocol
+			}
+			name := ""
+			if p.Name != nil {
+				name = *p.Name
+			}
+			if name == sp.Name && proto == want && p.Port != nil {
+				port = *p.Port
+				break
+			}
+		}
+		if port <= 0 || port > 65535 {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				continue
+			}
+			if e.Conditions.Terminating != nil && *e.Conditions.Terminating {
+				continue
+			}
+			for _, a := range e.Addresses {
+				if ip, err := netip.ParseAddr(a); err == nil && ip.Is4() {
+					out = append(out, endpoint{addr: ip, port: uint16(port)})
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b endpoint) int {
+		return cmp.Or(a.addr.Compare(b.addr), cmp.Compare(a.port, b.port))
+	})
+	return slices.Compact(out)
+}
+
+func sortElements(es []Element) []Element {
+	slices.SortFunc(es, func(a, b Element) int {
+		return cmp.Or(a.Addr.Compare(b.Addr), cmp.Compare(a.Proto, b.Proto), cmp.Compare(a.Port, b.Port))
+	})
+	// Two Services with the same address and port (bad input): keep the first.
+	return slices.CompactFunc(es, func(a, b Element) bool { return a.Addr == b.Addr && a.Proto == b.Proto && a.Port == b.Port })
+}
+
+// hash is upstream's short chain-name prefix: it keeps names unique even
+// where the readable part is cut or ambiguous.
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return base32.StdEncoding.EncodeToString(sum[:])[:8]
+}

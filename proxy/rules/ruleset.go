@@ -1,0 +1,236 @@
+// Package rules is the proxy's pure core: it turns Services, EndpointSlices
+// and the node's settings into the desired nftables ruleset of the proxy's
+// own table, as a data structure. It does no I/O; proxy/nft writes the
+// result to the kernel and the golden tests read its text form (Render).
+package rules
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Table is the name of the proxy's table in the ip family.
+const Table = "kubebus"
+
+// MasqueradeMark is the packet mark bit that asks postrouting to masquerade.
+const MasqueradeMark = 0x4000
+
+// Ruleset is the whole desired content of the proxy's table.
+type Ruleset struct {
+	// Chains in a stable order: the fixed chains first, then each Service's
+	// (Services by namespace and name).
+	Chains []Chain
+	// Sets are the sessionAffinity sets of client addresses, in the order
+	// of their Services.
+	Sets []Set
+	// Maps are the verdict maps, by name.
+	Maps []Map
+	// Skipped says which inputs were ignored and why (bad or unsupported).
+	Skipped []string
+}
+
+// Hook makes a chain a base chain.
+type Hook struct {
+	Type     string // "nat" or "filter"
+	Hook     string // "prerouting", "input", "forward", "output", "postrouting"
+	Priority int32
+}
+
+// Chain is a chain and its rules.
+type Chain struct {
+	Name  string
+	Hook  *Hook // nil for a regular chain
+	Rules []Rule
+}
+
+// Set is a dynamic set of IPv4 source addresses whose elements expire.
+type Set struct {
+	Name    string
+	Timeout time.Duration
+}
+
+// KeyKind says what a map's keys are made of.
+type KeyKind int
+
+const (
+	// KeyAddrProtoPort: ipv4_addr . inet_proto . inet_service.
+	KeyAddrProtoPort KeyKind = iota
+	// KeyProtoPort: inet_proto . inet_service.
+	KeyProtoPort
+)
+
+// Map is a verdict map.
+type Map struct {
+	Name     string
+	Key      KeyKind
+	Elements []Element // sorted by key
+}
+
+// Element is one key of a verdict map and the chain it goes to.
+type Element struct {
+	Addr  netip.Addr // unset for KeyProtoPort
+	Proto Proto
+	Port  uint16
+	Goto  string
+}
+
+// Proto is an IP protocol number.
+type Proto uint8
+
+// The protocols a Service port can use.
+const (
+	TCP  Proto = 6
+	UDP  Proto = 17
+	SCTP Proto = 132
+)
+
+func (p Proto) String() string {
+	switch p {
+	case TCP:
+		return "tcp"
+	case UDP:
+		return "udp"
+	case SCTP:
+		return "sctp"
+	}
+	return fmt.Sprint(uint8(p))
+}
+
+// Rule is one rule; the set of kinds is closed (the applier encodes each).
+type Rule interface {
+	// String is the rule in nft syntax.
+	String() string
+	isRule()
+}
+
+// Jump: jump to Chain.
+type Jump struct{ Chain string }
+
+// Goto: goto Chain.
+type Goto struct{ Chain string }
+
+// CTNewJump: ct state new jump Chain.
+type CTNewJump struct{ Chain string }
+
+// DispatchAddrPort: ip daddr . meta l4proto . th dport vmap @Map.
+type DispatchAddrPort struct{ Map string }
+
+// DispatchLocalPort: fib daddr type local meta l4proto . th dport vmap @Map.
+type DispatchLocalPort struct{ Map string }
+
+// MasqueradeMarked: masquerade the packets carrying MasqueradeMark.
+type MasqueradeMarked struct{}
+
+// Reject: reject (ICMP port unreachable).
+type Reject struct{}
+
+// MarkMasquerade: set MasqueradeMark on the packet.
+type MarkMasquerade struct{}
+
+// MarkIfSource: set MasqueradeMark when the source is Addr (hairpin).
+type MarkIfSource struct{ Addr netip.Addr }
+
+// AffinityGoto: goto Chain when the source address is in the set.
+type AffinityGoto struct{ Set, Chain string }
+
+// AffinityUpdate: add or refresh the source address in the set.
+type AffinityUpdate struct{ Set string }
+
+// RandomGoto: numgen random mod Mod == 0 goto Chain. A service chain picks
+// one of N endpoints with N-1 of these (Mod N, N-1, ..., 2) and a Goto, which
+// gives each endpoint the same chance. (Upstream uses one anonymous verdict
+// map per Service instead; the kernel looks sets up linearly, so 10,000 of
+// them in one transaction take minutes, see docs.)
+type RandomGoto struct {
+	Mod   uint32
+	Chain string
+}
+
+// DNAT: meta l4proto Proto dnat to Addr:Port.
+type DNAT struct {
+	Proto Proto
+	Addr  netip.Addr
+	Port  uint16
+}
+
+func (r Jump) String() string             { return "jump " + r.Chain }
+func (r Goto) String() string             { return "goto " + r.Chain }
+func (r CTNewJump) String() string        { return "ct state new jump " + r.Chain }
+func (r DispatchAddrPort) String() string { return "ip daddr . meta l4proto . th dport vmap @" + r.Map }
+func (r DispatchLocalPort) String() string {
+	return "fib daddr type local meta l4proto . th dport vmap @" + r.Map
+}
+func (MasqueradeMarked) String() string {
+	return fmt.Sprintf("meta mark & %#x == %#x masquerade", MasqueradeMark, MasqueradeMark)
+}
+func (Reject) String() string { return "reject" }
+func (MarkMasquerade) String() string {
+	return fmt.Sprintf("meta mark set meta mark | %#x", MasqueradeMark)
+}
+func (r MarkIfSource) String() string {
+	return fmt.Sprintf("ip saddr %s meta mark set meta mark | %#x", r.Addr, MasqueradeMark)
+}
+func (r AffinityGoto) String() string   { return "ip saddr @" + r.Set + " goto " + r.Chain }
+func (r AffinityUpdate) String() string { return "update @" + r.Set + " { ip saddr }" }
+func (r RandomGoto) String() string {
+	return fmt.Sprintf("numgen random mod %d == 0 goto %s", r.Mod, r.Chain)
+}
+func (r DNAT) String() string {
+	return fmt.Sprintf("meta l4proto %s dnat to %s:%d", r.Proto, r.Addr, r.Port)
+}
+
+func (Jump) isRule()              {}
+func (Goto) isRule()              {}
+func (CTNewJump) isRule()         {}
+func (DispatchAddrPort) isRule()  {}
+func (DispatchLocalPort) isRule() {}
+func (MasqueradeMarked) isRule()  {}
+func (Reject) isRule()            {}
+func (MarkMasquerade) isRule()    {}
+func (MarkIfSource) isRule()      {}
+func (AffinityGoto) isRule()      {}
+func (AffinityUpdate) isRule()    {}
+func (RandomGoto) isRule()        {}
+func (DNAT) isRule()              {}
+
+// Render writes the ruleset as `nft -f` input for the table.
+func (rs *Ruleset) Render() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table ip %s {\n", Table)
+	for _, m := range rs.Maps {
+		key := "ipv4_addr . inet_proto . inet_service"
+		if m.Key == KeyProtoPort {
+			key = "inet_proto . inet_service"
+		}
+		fmt.Fprintf(&b, "\tmap %s {\n\t\ttype %s : verdict\n", m.Name, key)
+		if len(m.Elements) > 0 {
+			b.WriteString("\t\telements = {\n")
+			for _, e := range m.Elements {
+				b.WriteString("\t\t\t")
+				if m.Key == KeyAddrProtoPort {
+					fmt.Fprintf(&b, "%s . ", e.Addr)
+				}
+				fmt.Fprintf(&b, "%s . %d : goto %s,\n", e.Proto, e.Port, e.Goto)
+			}
+			b.WriteString("\t\t}\n")
+		}
+		b.WriteString("\t}\n")
+	}
+	for _, s := range rs.Sets {
+		fmt.Fprintf(&b, "\tset %s {\n\t\ttype ipv4_addr\n\t\tflags dynamic,timeout\n\t\ttimeout %ds\n\t}\n", s.Name, int64(s.Timeout/time.Second))
+	}
+	for _, c := range rs.Chains {
+		fmt.Fprintf(&b, "\tchain %s {\n", c.Name)
+		if c.Hook != nil {
+			fmt.Fprintf(&b, "\t\ttype %s hook %s priority %d; policy accept;\n", c.Hook.Type, c.Hook.Hook, c.Hook.Priority)
+		}
+		for _, r := range c.Rules {
+			fmt.Fprintf(&b, "\t\t%s\n", r)
+		}
+		b.WriteString("\t}\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
