@@ -109,6 +109,30 @@ func TestIntegrationKubeletRunsPods(t *testing.T) {
 		}
 	}
 
+	// A Service in front of them: the local node's proxy programs the node
+	// namespace's nftables, and its ClusterIP reaches more than one pod.
+	s.MustRun(t, kubectl, "", "expose", "deployment", "web", "--port=80", "--target-port=8080")
+	svc, err := cs.CoreV1().Services("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := map[string]bool{}
+	harness.Eventually(t, 60*time.Second, func() error {
+		body, err := harness.HTTPGetInNetNS(node.NetNS, "http://"+svc.Spec.ClusterIP+"/")
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSpace(body)
+		if _, ok := ips[podIPOf(pods, name)]; !ok {
+			t.Fatalf("the ClusterIP answered %q, not one of the pods", body)
+		}
+		answered[name] = true
+		if len(answered) < 2 {
+			return fmt.Errorf("the ClusterIP reached %v so far", answered)
+		}
+		return nil
+	})
+
 	// A deleted pod's container stops and the ReplicaSet's replacement runs.
 	victim := pods[0]
 	s.MustRun(t, kubectl, "", "delete", "pod", victim.Name, "--wait=true", "--timeout=60s")
@@ -131,6 +155,16 @@ func TestIntegrationKubeletRunsPods(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// podIPOf returns the IP of the named pod ("" if none).
+func podIPOf(pods []corev1.Pod, name string) string {
+	for _, p := range pods {
+		if p.Name == name {
+			return p.Status.PodIP
+		}
+	}
+	return ""
 }
 
 const probesPod = `apiVersion: v1

@@ -22,8 +22,9 @@ import (
 )
 
 // NodeNetNS creates a network namespace for a node's pod network (its
-// bridge, the pod CIDR's gateway and the CNI plugins' packet rules), with
-// loopback up, and deletes it when the test ends. It returns its path.
+// bridge, the pod CIDR's gateway, the CNI plugins' and the proxy's packet
+// rules), with loopback up and a default route, and deletes it when the
+// test ends. It returns its path.
 func NodeNetNS(t testing.TB) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -40,8 +41,20 @@ func NodeNetNS(t testing.TB) string {
 			t.Logf("ip netns del %s: %v: %s", name, err, out)
 		}
 	})
-	if out, err := exec.Command("ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		t.Fatalf("loopback up in %s: %v: %s", name, err, out)
+	// Loopback, and an uplink standing in for the node's network: a veth
+	// pair inside the namespace with a default route, so that connections
+	// to Service addresses get routed (and then DNATed by the proxy).
+	for _, args := range [][]string{
+		{"link", "set", "lo", "up"},
+		{"link", "add", "kbup0", "type", "veth", "peer", "name", "kbup1"},
+		{"link", "set", "kbup0", "up"},
+		{"link", "set", "kbup1", "up"},
+		{"addr", "add", "198.18.0.2/24", "dev", "kbup0"},
+		{"route", "add", "default", "via", "198.18.0.1", "dev", "kbup0"},
+	} {
+		if out, err := exec.Command("ip", append([]string{"-n", name}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip -n %s %v: %v: %s", name, args, err, out)
+		}
 	}
 	return filepath.Join("/run/netns", name)
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/natsserver"
 	"github.com/kubebus/kubebus/controllers/kcm"
+	"github.com/kubebus/kubebus/proxy"
+	"github.com/kubebus/kubebus/proxy/nft"
 )
 
 type serverOptions struct {
@@ -29,6 +31,7 @@ type serverOptions struct {
 	noKCM      bool
 	noSched    bool
 	noKubelet  bool
+	noProxy    bool
 	node       nodeOptions
 	schedCfg   string
 	bus        bus.StreamLimits
@@ -86,6 +89,13 @@ Restarting with the same --data-dir keeps every object.`,
 								log.Error("the local node's kubelet stopped", "err", err)
 							}
 						}()
+						if !o.noProxy {
+							go func() {
+								if err := runLocalProxy(ctx, log, ns.URL(), o.node); err != nil && ctx.Err() == nil {
+									log.Error("the local node's proxy stopped", "err", err)
+								}
+							}()
+						}
 					}
 					if !o.noSched {
 						go func() { _ = runScheduler(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.schedCfg) }()
@@ -120,6 +130,7 @@ Restarting with the same --data-dir keeps every object.`,
 	f.StringVar(&o.schedCfg, "scheduler-config", "", "KubeSchedulerConfiguration file for the in-process scheduler")
 	f.IntVar(&o.natsPort, "nats-port", 4222, "embedded NATS port on 127.0.0.1 (-1 picks a free one)")
 	f.BoolVar(&o.noKubelet, "disable-kubelet", false, "do not run a local node (a kubelet with its own containerd) in this process")
+	f.BoolVar(&o.noProxy, "disable-proxy", false, "do not run the local node's proxy (nftables, in --node-netns when given) in this process")
 	addNodeFlags(f, &o.node, "")
 	o.node.leaseEvery, o.node.statusEvery = 10*time.Second, 10*time.Second
 	return cmd
@@ -172,4 +183,36 @@ func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir, addr, n
 		log.Error("controller-manager stopped", "err", err)
 	}
 	return err
+}
+
+// runLocalProxy runs the local node's proxy, programming the nftables of
+// the node network namespace when there is one.
+func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, o nodeOptions) error {
+	name := o.name
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return err
+		}
+		name = h
+	}
+	var ncfg nft.Config
+	if o.netns != "" {
+		f, err := os.Open(o.netns)
+		if err != nil {
+			return fmt.Errorf("proxy: opening the node network namespace: %w", err)
+		}
+		defer f.Close()
+		ncfg.NetNSFd = int(f.Fd())
+	}
+	a, err := nft.New(ncfg)
+	if err != nil {
+		return err
+	}
+	nc, js, err := bus.Connect(natsURL, "kube-proxy-"+name)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return proxy.Run(ctx, proxy.Config{JetStream: js, Instance: name, Applier: a, Logger: log.With("component", "proxy")})
 }
