@@ -54,6 +54,12 @@ func (k *Kubelet) LogPath(ctx context.Context, namespace, name, container string
 	i := 0
 	if previous {
 		i = 1
+		// A container waiting to be restarted has no current instance:
+		// its last exit is the previous one, as kubectl users expect of a
+		// crash-looping container.
+		if len(mine) > 0 && mine[0].State == runtime.ContainerExited && restarts(pod, mine[0].ExitCode) {
+			i = 0
+		}
 	}
 	if len(mine) <= i {
 		if previous {
@@ -68,4 +74,16 @@ func (k *Kubelet) LogPath(ctx context.Context, namespace, name, container string
 		return err == nil && st.State == runtime.ContainerRunning
 	}
 	return c.LogPath, running, nil
+}
+
+// restarts reports whether the pod's restart policy restarts a container
+// that exited with code.
+func restarts(pod *corev1.Pod, code int32) bool {
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return code != 0
+	}
+	return true
 }

@@ -316,37 +316,39 @@ func TestIntegrationKubeletCrashLoopDelaysGrow(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// Record each start the status shows.
-	var starts []time.Time
-	deadline := time.Now().Add(90 * time.Second)
-	for len(starts) < 4 && time.Now().Before(deadline) {
+	// Record when each attempt started, by its number: a terminated state
+	// is attempt restartCount, a last termination state (while waiting) too.
+	starts := map[int32]time.Time{}
+	deadline := time.Now().Add(100 * time.Second)
+	for (starts[1].IsZero() || starts[2].IsZero() || starts[3].IsZero()) && time.Now().Before(deadline) {
 		p, err := cs.CoreV1().Pods("default").Get(ctx, "crasher", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if st := containerStatus(p, "c"); st != nil {
-			var at time.Time
 			switch {
 			case st.State.Terminated != nil:
-				at = st.State.Terminated.StartedAt.Time
-			case st.LastTerminationState.Terminated != nil:
-				at = st.LastTerminationState.Terminated.StartedAt.Time
-			}
-			if !at.IsZero() && (len(starts) == 0 || at.After(starts[len(starts)-1])) {
-				starts = append(starts, at)
+				starts[st.RestartCount] = st.State.Terminated.StartedAt.Time
+			case st.State.Waiting != nil && st.LastTerminationState.Terminated != nil:
+				starts[st.RestartCount] = st.LastTerminationState.Terminated.StartedAt.Time
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
-	if len(starts) < 4 {
-		t.Fatalf("saw %d starts in 90s", len(starts))
+	if starts[1].IsZero() || starts[2].IsZero() || starts[3].IsZero() {
+		t.Fatalf("saw starts of attempts %v in 100s", starts)
 	}
 	// As upstream: the first restart comes at once, then the back-off
 	// starts at 10s and doubles.
-	d1, d2, d3 := starts[1].Sub(starts[0]), starts[2].Sub(starts[1]), starts[3].Sub(starts[2])
-	t.Logf("delays between starts: %v, %v, %v", d1, d2, d3)
-	if d1 > 5*time.Second || d2 < 9*time.Second || d3 < 19*time.Second {
-		t.Fatalf("back-off delays %v, %v, %v; want about 0s, 10s, 20s", d1, d2, d3)
+	d2, d3 := starts[2].Sub(starts[1]), starts[3].Sub(starts[2])
+	t.Logf("delays before attempts 2 and 3: %v, %v", d2, d3)
+	if d2 < 9*time.Second || d3 < 19*time.Second {
+		t.Fatalf("back-off delays %v, %v; want about 10s, 20s", d2, d3)
+	}
+	if !starts[0].IsZero() {
+		if d1 := starts[1].Sub(starts[0]); d1 > 5*time.Second {
+			t.Fatalf("the first restart came %v after the first start; want at once", d1)
+		}
 	}
 }
 
