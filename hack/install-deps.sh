@@ -11,7 +11,9 @@ command -v nft >/dev/null || need_apt+=(nftables)
 command -v ip >/dev/null || need_apt+=(iproute2)
 [ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ] || need_apt+=(containernetworking-plugins)
 # The runtime tests build a busybox image from the host's static busybox.
-[ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' || need_apt+=(busybox-static)
+[ -x /bin/busybox ] && { ldd /bin/busybox 2>&1 || true; } | grep -q 'not a dynamic executable' || need_apt+=(busybox-static)
+# The CNI portmap and firewall plugins program iptables.
+command -v iptables >/dev/null || need_apt+=(iptables)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
