@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -364,16 +365,16 @@ func fingerprint(sbs []runtime.Sandbox, cs []runtime.Container) string {
 	return b.String()
 }
 
-// relistLoop relists the runtime every RelistPeriod.
-func (k *Kubelet) relistLoop(ctx context.Context) {
-	t := k.cfg.Clock.NewTicker(k.cfg.RelistPeriod)
+// every runs fn every period until ctx ends.
+func (k *Kubelet) every(ctx context.Context, period time.Duration, fn func(context.Context)) {
+	t := k.cfg.Clock.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			k.relist(ctx)
+			fn(ctx)
 		}
 	}
 }

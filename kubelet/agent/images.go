@@ -84,20 +84,6 @@ func ImagesToFree(images []runtime.Image, inUse map[string]bool, lastUsed map[st
 	return out
 }
 
-// imageGCLoop removes images when the disk fills.
-func (k *Kubelet) imageGCLoop(ctx context.Context) {
-	t := k.cfg.Clock.NewTicker(k.cfg.ImageGCPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			k.imageGC(ctx)
-		}
-	}
-}
-
 func (k *Kubelet) imageGC(ctx context.Context) {
 	fs, err := k.rt.ImageFsInfo(ctx)
 	if err != nil {

@@ -131,8 +131,8 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); k.work(ctx) }()
 	}
 	wg.Add(2)
-	go func() { defer wg.Done(); k.relistLoop(ctx) }()
-	go func() { defer wg.Done(); k.imageGCLoop(ctx) }()
+	go func() { defer wg.Done(); k.every(ctx, k.cfg.RelistPeriod, k.relist) }()
+	go func() { defer wg.Done(); k.every(ctx, k.cfg.ImageGCPeriod, k.imageGC) }()
 	var first error
 	select {
 	case <-ctx.Done():
