@@ -1,9 +1,11 @@
 package nft
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"sync"
@@ -31,6 +33,8 @@ type Applier struct {
 	conn  *nftables.Conn
 	table *nftables.Table
 	last  *rules.Ruleset
+	// chains indexes last's chains by name.
+	chains map[string]rules.Chain
 }
 
 // New opens a netlink connection to nftables.
@@ -59,7 +63,7 @@ func (a *Applier) Apply(ctx context.Context, rs *rules.Ruleset) error {
 		err = a.diff(a.last, rs)
 	}
 	if err != nil {
-		a.last = nil
+		a.last, a.chains = nil, nil
 		return err
 	}
 	a.last = rs
@@ -74,7 +78,7 @@ func (a *Applier) Cleanup(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.last = nil
+	a.last, a.chains = nil, nil
 	a.conn.AddTable(a.table)
 	a.conn.DelTable(a.table)
 	if err := a.conn.Flush(); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOENT) {
@@ -90,6 +94,15 @@ func (a *Applier) full(rs *rules.Ruleset) error {
 	c.AddTable(t)
 	c.DelTable(t)
 	c.AddTable(t)
+	hp := hairpinSet(t)
+	if err := c.AddSet(hp, nil); err != nil {
+		return a.abort(fmt.Errorf("nft: set %s: %w", rules.SetHairpin, err))
+	}
+	for chunk := range slices.Chunk(rs.Hairpin, elementsPerMessage) {
+		if err := c.SetAddElements(hp, hairpinElements(chunk)); err != nil {
+			return a.abort(fmt.Errorf("nft: set %s: %w", rules.SetHairpin, err))
+		}
+	}
 	for _, s := range rs.Sets {
 		if err := c.AddSet(affinitySet(t, s), nil); err != nil {
 			return a.abort(fmt.Errorf("nft: set %s: %w", s.Name, err))
@@ -122,17 +135,18 @@ func (a *Applier) full(rs *rules.Ruleset) error {
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("nft: writing table %s: %w", rules.Table, err)
 	}
+	a.chains = make(map[string]rules.Chain, len(rs.Chains))
+	for _, ch := range rs.Chains {
+		a.chains[ch.Name] = ch
+	}
 	return nil
 }
 
-// diff sends the changes from old to rs.
+// diff sends the changes from old to rs. Chains are matched by name
+// through a.chains; those whose rules are the same slice as before (the
+// Builder reuses unchanged Services) are not compared rule by rule.
 func (a *Applier) diff(old, rs *rules.Ruleset) error {
 	c, t := a.conn, a.table
-	oldChains := make(map[string]rules.Chain, len(old.Chains))
-	for _, ch := range old.Chains {
-		oldChains[ch.Name] = ch
-	}
-	newChains := make(map[string]bool, len(rs.Chains))
 	oldSets := make(map[string]rules.Set, len(old.Sets))
 	for _, s := range old.Sets {
 		oldSets[s.Name] = s
@@ -149,16 +163,33 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 		}
 	}
 	var changed []rules.Chain
+	kept := 0
 	for _, ch := range rs.Chains {
-		newChains[ch.Name] = true
-		o, ok := oldChains[ch.Name]
+		o, ok := a.chains[ch.Name]
 		if !ok {
 			c.AddChain(&nftables.Chain{Name: ch.Name, Table: t})
 			changed = append(changed, ch)
-		} else if !rulesEqual(o.Rules, ch.Rules) {
+			continue
+		}
+		kept++
+		if !rulesEqual(o.Rules, ch.Rules) {
 			c.FlushChain(&nftables.Chain{Name: ch.Name, Table: t})
 			changed = append(changed, ch)
 		}
+	}
+	// Chains that go: only looked for when some old chain was not kept.
+	var gone []string
+	if kept != len(a.chains) {
+		names := make(map[string]bool, len(rs.Chains))
+		for _, ch := range rs.Chains {
+			names[ch.Name] = true
+		}
+		for name := range a.chains {
+			if !names[name] {
+				gone = append(gone, name)
+			}
+		}
+		slices.Sort(gone)
 	}
 	// 2. Map elements that go or change.
 	adds := make([][]rules.Element, len(rs.Maps))
@@ -171,13 +202,21 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 			}
 		}
 	}
-	// 3. Chains that go lose their rules first (they may point at each other).
-	var gone []rules.Chain
-	for _, ch := range old.Chains {
-		if !newChains[ch.Name] {
-			c.FlushChain(&nftables.Chain{Name: ch.Name, Table: t})
-			gone = append(gone, ch)
+	hp := hairpinSet(t)
+	delHP, addHP := diffAddrs(old.Hairpin, rs.Hairpin)
+	for chunk := range slices.Chunk(delHP, elementsPerMessage) {
+		if err := c.SetDeleteElements(hp, hairpinElements(chunk)); err != nil {
+			return a.abort(fmt.Errorf("nft: set %s: %w", rules.SetHairpin, err))
 		}
+	}
+	for chunk := range slices.Chunk(addHP, elementsPerMessage) {
+		if err := c.SetAddElements(hp, hairpinElements(chunk)); err != nil {
+			return a.abort(fmt.Errorf("nft: set %s: %w", rules.SetHairpin, err))
+		}
+	}
+	// 3. Chains that go lose their rules first (they may point at each other).
+	for _, name := range gone {
+		c.FlushChain(&nftables.Chain{Name: name, Table: t})
 	}
 	// 4. Rules of new and changed chains, then the new elements.
 	for _, ch := range changed {
@@ -194,8 +233,8 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 		}
 	}
 	// 5. Unreferenced chains and sets go.
-	for _, ch := range gone {
-		c.DelChain(&nftables.Chain{Name: ch.Name, Table: t})
+	for _, name := range gone {
+		c.DelChain(&nftables.Chain{Name: name, Table: t})
 	}
 	for _, s := range old.Sets {
 		if !newSets[s.Name] {
@@ -204,6 +243,12 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("nft: updating table %s: %w", rules.Table, err)
+	}
+	for _, ch := range changed {
+		a.chains[ch.Name] = ch
+	}
+	for _, name := range gone {
+		delete(a.chains, name)
 	}
 	return nil
 }
@@ -314,43 +359,60 @@ func setChanged(a, b *rules.Ruleset) bool {
 }
 
 func rulesEqual(a, b []rules.Rule) bool {
+	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
+		return true // the same slice
+	}
 	return slices.Equal(a, b)
 }
 
-type elemKey struct {
-	addr  [4]byte
-	proto rules.Proto
-	port  uint16
+// diffAddrs returns what is in old only and in cur only; both are sorted.
+func diffAddrs(old, cur []netip.Addr) (del, add []netip.Addr) {
+	i, j := 0, 0
+	for i < len(old) || j < len(cur) {
+		switch {
+		case j == len(cur) || (i < len(old) && old[i].Less(cur[j])):
+			del = append(del, old[i])
+			i++
+		case i == len(old) || cur[j].Less(old[i]):
+			add = append(add, cur[j])
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	return del, add
+}
+
+func compareElements(a, b rules.Element) int {
+	return cmp.Or(a.Addr.Compare(b.Addr), cmp.Compare(a.Proto, b.Proto), cmp.Compare(a.Port, b.Port))
 }
 
 // diffElements returns the elements to delete (gone or changed) and to add
-// (new or changed).
+// (new or changed); both inputs are sorted by key (rules.Build sorts them).
 func diffElements(old, cur []rules.Element) (del, add []rules.Element) {
-	key := func(e rules.Element) elemKey {
-		k := elemKey{proto: e.Proto, port: e.Port}
-		if e.Addr.IsValid() {
-			k.addr = e.Addr.As4()
+	i, j := 0, 0
+	for i < len(old) || j < len(cur) {
+		d := 0
+		switch {
+		case i == len(old):
+			d = 1
+		case j == len(cur):
+			d = -1
+		default:
+			d = compareElements(old[i], cur[j])
 		}
-		return k
-	}
-	have := make(map[elemKey]string, len(old))
-	for _, e := range old {
-		have[key(e)] = e.Goto
-	}
-	want := make(map[elemKey]bool, len(cur))
-	for _, e := range cur {
-		k := key(e)
-		want[k] = true
-		if g, ok := have[k]; !ok || g != e.Goto {
-			if ok {
-				del = append(del, rules.Element{Addr: e.Addr, Proto: e.Proto, Port: e.Port, Goto: g})
+		switch {
+		case d < 0:
+			del = append(del, old[i])
+			i++
+		case d > 0:
+			add = append(add, cur[j])
+			j++
+		default:
+			if old[i].Goto != cur[j].Goto {
+				del, add = append(del, old[i]), append(add, cur[j])
 			}
-			add = append(add, e)
-		}
-	}
-	for _, e := range old {
-		if !want[key(e)] {
-			del = append(del, e)
+			i, j = i+1, j+1
 		}
 	}
 	return del, add

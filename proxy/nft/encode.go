@@ -2,6 +2,7 @@ package nft
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -16,6 +17,7 @@ const rtnLocal = 2 // RTN_LOCAL, fib's address type of a local address
 var (
 	keyAddrProtoPort = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
 	keyProtoPort     = nftables.MustConcatSetType(nftables.TypeInetProto, nftables.TypeInetService)
+	keyAddrAddr      = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeIPAddr)
 )
 
 func mapSet(t *nftables.Table, m rules.Map) *nftables.Set {
@@ -24,6 +26,20 @@ func mapSet(t *nftables.Table, m rules.Map) *nftables.Set {
 		key = keyProtoPort
 	}
 	return &nftables.Set{Table: t, Name: m.Name, IsMap: true, Concatenation: true, KeyType: key, DataType: nftables.TypeVerdict}
+}
+
+func hairpinSet(t *nftables.Table) *nftables.Set {
+	return &nftables.Set{Table: t, Name: rules.SetHairpin, Concatenation: true, KeyType: keyAddrAddr}
+}
+
+// hairpinElements are the set's (a . a) keys.
+func hairpinElements(as []netip.Addr) []nftables.SetElement {
+	out := make([]nftables.SetElement, len(as))
+	for i, a := range as {
+		b := a.As4()
+		out[i] = nftables.SetElement{Key: append(b[:], b[:]...)}
+	}
+	return out
 }
 
 func affinitySet(t *nftables.Table, s rules.Set) *nftables.Set {
@@ -96,8 +112,27 @@ func saddr() *expr.Payload {
 	return &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4}
 }
 
-// addRule queues the rule r of chain ch on the connection (with the
-// anonymous map a RandomGoto needs).
+func l4proto(p rules.Proto) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{byte(p)}},
+	}
+}
+
+func affinityUpdate(set string) *expr.Dynset {
+	return &expr.Dynset{SrcRegKey: 1, SetName: set, Operation: uint32(unix.NFT_DYNSET_OP_UPDATE)}
+}
+
+func dnat(a netip.Addr, port uint16) []expr.Any {
+	ip := a.As4()
+	return []expr.Any{
+		&expr.Immediate{Register: 1, Data: ip[:]},
+		&expr.Immediate{Register: 2, Data: binaryutil.BigEndian.PutUint16(port)},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
+	}
+}
+
+// addRule queues the rule r of chain ch on the connection.
 func addRule(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain, r rules.Rule) error {
 	var ex []expr.Any
 	lookupMap := func(name string) *expr.Lookup {
@@ -143,30 +178,31 @@ func addRule(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain, r rules.Ru
 		ex = []expr.Any{&expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3}} // port unreachable
 	case rules.MarkMasquerade:
 		ex = markMasquerade()
-	case rules.MarkIfSource:
-		a := r.Addr.As4()
-		ex = append([]expr.Any{saddr(), &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]}}, markMasquerade()...)
-	case rules.AffinityGoto:
-		ex = []expr.Any{saddr(), &expr.Lookup{SourceRegister: 1, SetName: r.Set}, &expr.Verdict{Kind: expr.VerdictGoto, Chain: r.Chain}}
-	case rules.AffinityUpdate:
-		ex = []expr.Any{saddr(), &expr.Dynset{SrcRegKey: 1, SetName: r.Set, Operation: uint32(unix.NFT_DYNSET_OP_UPDATE)}}
-	case rules.RandomGoto:
-		if r.Mod < 2 {
-			return fmt.Errorf("chain %s: random pick modulo %d", ch.Name, r.Mod)
+	case rules.PickEndpoint:
+		if r.Mod == 1 {
+			return fmt.Errorf("chain %s: random pick modulo 1", ch.Name)
 		}
-		ex = []expr.Any{
-			&expr.Numgen{Register: 1, Modulus: r.Mod, Type: unix.NFT_NG_RANDOM},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: make([]byte, 4)},
-			&expr.Verdict{Kind: expr.VerdictGoto, Chain: r.Chain},
+		if r.Mod > 1 {
+			ex = append(ex,
+				&expr.Numgen{Register: 1, Modulus: r.Mod, Type: unix.NFT_NG_RANDOM},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: make([]byte, 4)})
 		}
-	case rules.DNAT:
-		a := r.Addr.As4()
+		ex = append(ex, l4proto(r.Proto)...)
+		if r.Affinity != "" {
+			ex = append(ex, saddr(), affinityUpdate(r.Affinity))
+		}
+		ex = append(ex, dnat(r.Addr, r.Port)...)
+	case rules.StickyEndpoint:
+		ex = append(ex, saddr(), &expr.Lookup{SourceRegister: 1, SetName: r.Set})
+		ex = append(ex, l4proto(r.Proto)...)
+		ex = append(ex, saddr(), affinityUpdate(r.Set))
+		ex = append(ex, dnat(r.Addr, r.Port)...)
+	case rules.MasqueradeHairpin:
 		ex = []expr.Any{
-			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{byte(r.Proto)}},
-			&expr.Immediate{Register: 1, Data: a[:]},
-			&expr.Immediate{Register: 2, Data: binaryutil.BigEndian.PutUint16(r.Port)},
-			&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
+			saddr(),
+			&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+			&expr.Lookup{SourceRegister: 1, SetName: r.Set},
+			&expr.Masq{},
 		}
 	default:
 		return fmt.Errorf("chain %s: unknown rule kind %T", ch.Name, r)

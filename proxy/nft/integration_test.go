@@ -206,6 +206,13 @@ func TestIntegrationClusterIPNodePortRejectAffinity(t *testing.T) {
 		t.Errorf("after pod-a left: got %v", got)
 	}
 
+	// Hairpin: the only backend reaches its own Service (masqueraded, or
+	// it would get the reply from its own address).
+	tb.apply(t, false, "10.244.1.2")
+	if got := tb.hits(t, tb.podA, "10.96.0.10:80", 5); got["pod-a"] != 5 {
+		t.Errorf("hairpin: got %v", got)
+	}
+
 	// No endpoints: rejected, not timed out.
 	tb.apply(t, false)
 	for _, from := range []*netns.Node{tb.client, tb.node} {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,7 +55,57 @@ func Build(in Input) *Ruleset {
 // previous Build: informer caches replace objects, never modify them, so
 // a sync after one change rebuilds one Service. Not safe for concurrent use.
 type Builder struct {
-	memo map[string]memoEntry
+	memo    map[string]memoEntry
+	hairpin refSet // the endpoint addresses of the parts in memo
+}
+
+// refSet counts addresses and keeps those counted at least once sorted,
+// so that a Build after one change does not sort every endpoint again.
+type refSet struct {
+	count  map[netip.Addr]int
+	sorted []netip.Addr // replaced, never modified: rulesets share it
+}
+
+// update adds the addresses of came and then removes those of gone.
+func (r *refSet) update(came, gone [][]netip.Addr) {
+	if r.count == nil {
+		r.count = map[netip.Addr]int{}
+	}
+	var added, removed []netip.Addr
+	for _, as := range came {
+		for _, a := range as {
+			if r.count[a]++; r.count[a] == 1 {
+				added = append(added, a)
+			}
+		}
+	}
+	for _, as := range gone {
+		for _, a := range as {
+			if r.count[a]--; r.count[a] == 0 {
+				delete(r.count, a)
+				removed = append(removed, a)
+			}
+		}
+	}
+	if len(added) == 0 && len(removed) == 0 {
+		return
+	}
+	slices.SortFunc(added, netip.Addr.Compare)
+	slices.SortFunc(removed, netip.Addr.Compare)
+	out := make([]netip.Addr, 0, len(r.sorted)+len(added)-len(removed))
+	i, j := 0, 0
+	for _, a := range r.sorted {
+		if j < len(removed) && removed[j] == a {
+			j++
+			continue
+		}
+		for i < len(added) && added[i].Less(a) {
+			out = append(out, added[i])
+			i++
+		}
+		out = append(out, a)
+	}
+	r.sorted = append(out, added[i:]...)
 }
 
 type memoEntry struct {
@@ -68,12 +119,13 @@ type servicePart struct {
 	chains                                []Chain
 	sets                                  []Set
 	svcIPs, nodePorts, noEpIPs, noEpPorts []Element
+	hairpin                               []netip.Addr
 	skipped                               []string
 }
 
 // Build computes the desired ruleset (see the function Build).
 func (b *Builder) Build(in Input) *Ruleset {
-	slicesBySvc := map[string][]*discoveryv1.EndpointSlice{}
+	slicesBySvc := make(map[string][]*discoveryv1.EndpointSlice, len(in.EndpointSlices))
 	for _, s := range in.EndpointSlices {
 		if s == nil || s.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
@@ -86,23 +138,37 @@ func (b *Builder) Build(in Input) *Ruleset {
 		slicesBySvc[k] = append(slicesBySvc[k], s)
 	}
 
-	svcs := slices.Clone(in.Services)
-	svcs = slices.DeleteFunc(svcs, func(s *corev1.Service) bool { return s == nil })
-	slices.SortFunc(svcs, func(a, b *corev1.Service) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	type item struct {
+		id  string
+		svc *corev1.Service
+	}
+	svcs := make([]item, 0, len(in.Services))
+	for _, s := range in.Services {
+		if s != nil {
+			svcs = append(svcs, item{s.Namespace + "/" + s.Name, s})
+		}
+	}
+	slices.SortFunc(svcs, func(a, b item) int { return strings.Compare(a.id, b.id) })
 
 	memo := make(map[string]memoEntry, len(svcs))
 	parts := make([]*servicePart, 0, len(svcs))
+	var came, gone [][]netip.Addr
 	nChains, nSets := len(baseChains()), 0
 	var nIPs, nPorts, nNoIPs, nNoPorts int
-	for _, svc := range svcs {
-		id := svc.Namespace + "/" + svc.Name
+	for _, it := range svcs {
+		id, svc := it.id, it.svc
+		if _, dup := memo[id]; dup {
+			continue // the same Service twice in the input: keep the first
+		}
 		ss := slicesBySvc[id]
 		slices.SortFunc(ss, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
 		e, ok := b.memo[id]
 		if !ok || e.svc != svc || !slices.Equal(e.slices, ss) {
+			if ok {
+				gone = append(gone, e.part.hairpin)
+			}
 			e = memoEntry{svc: svc, slices: ss, part: buildService(svc, ss)}
+			came = append(came, e.part.hairpin)
 		}
 		memo[id] = e
 		p := e.part
@@ -111,9 +177,15 @@ func (b *Builder) Build(in Input) *Ruleset {
 		nSets += len(p.sets)
 		nIPs, nPorts, nNoIPs, nNoPorts = nIPs+len(p.svcIPs), nPorts+len(p.nodePorts), nNoIPs+len(p.noEpIPs), nNoPorts+len(p.noEpPorts)
 	}
+	for id, e := range b.memo {
+		if _, ok := memo[id]; !ok {
+			gone = append(gone, e.part.hairpin)
+		}
+	}
 	b.memo = memo
+	b.hairpin.update(came, gone)
 
-	rs := &Ruleset{Chains: make([]Chain, 0, nChains), Sets: make([]Set, 0, nSets)}
+	rs := &Ruleset{Chains: make([]Chain, 0, nChains), Sets: make([]Set, 0, nSets), Hairpin: b.hairpin.sorted}
 	rs.Chains = append(rs.Chains, baseChains()...)
 	svcIPs, nodePorts := make([]Element, 0, nIPs), make([]Element, 0, nPorts)
 	noEpIPs, noEpPorts := make([]Element, 0, nNoIPs), make([]Element, 0, nNoPorts)
@@ -172,25 +244,22 @@ func buildService(svc *corev1.Service, ss []*discoveryv1.EndpointSlice) *service
 		}
 		h := hash(spn)
 		svcChain := Chain{Name: "service-" + h + "-" + spn}
-		epChains := make([]string, len(eps))
-		for i, ep := range eps {
-			suffix := h + "-" + spn + "__" + ep.addr.String() + "/" + strconv.Itoa(int(ep.port))
-			c := Chain{Name: "endpoint-" + suffix}
-			c.Rules = append(c.Rules, MarkIfSource{Addr: ep.addr})
-			if affinity > 0 {
-				set := "affinity-" + suffix
-				p.sets = append(p.sets, Set{Name: set, Timeout: affinity})
-				c.Rules = append(c.Rules, AffinityUpdate{Set: set})
-				svcChain.Rules = append(svcChain.Rules, AffinityGoto{Set: set, Chain: c.Name})
+		sets := make([]string, len(eps))
+		if affinity > 0 {
+			for i, ep := range eps {
+				sets[i] = "affinity-" + h + "-" + spn + "__" + ep.addr.String() + "/" + strconv.Itoa(int(ep.port))
+				p.sets = append(p.sets, Set{Name: sets[i], Timeout: affinity})
+				svcChain.Rules = append(svcChain.Rules, StickyEndpoint{Set: sets[i], Proto: proto, Addr: ep.addr, Port: ep.port})
 			}
-			c.Rules = append(c.Rules, DNAT{Proto: proto, Addr: ep.addr, Port: ep.port})
-			epChains[i] = c.Name
-			p.chains = append(p.chains, c)
 		}
-		for i, c := range epChains[:len(epChains)-1] {
-			svcChain.Rules = append(svcChain.Rules, RandomGoto{Mod: uint32(len(epChains) - i), Chain: c})
+		for i, ep := range eps {
+			mod := uint32(len(eps) - i) // 1 for the last: it takes what is left
+			if mod == 1 {
+				mod = 0
+			}
+			svcChain.Rules = append(svcChain.Rules, PickEndpoint{Mod: mod, Affinity: sets[i], Proto: proto, Addr: ep.addr, Port: ep.port})
+			p.hairpin = append(p.hairpin, ep.addr)
 		}
-		svcChain.Rules = append(svcChain.Rules, Goto{Chain: epChains[len(epChains)-1]})
 		p.chains = append(p.chains, svcChain)
 		p.svcIPs = append(p.svcIPs, Element{Addr: ip, Proto: proto, Port: uint16(sp.Port), Goto: svcChain.Name})
 		if nodePort {
@@ -207,7 +276,7 @@ func baseChains() []Chain {
 	return []Chain{
 		{Name: "nat-prerouting", Hook: &Hook{Type: "nat", Hook: "prerouting", Priority: -100}, Rules: []Rule{Jump{Chain: ChainServices}}},
 		{Name: "nat-output", Hook: &Hook{Type: "nat", Hook: "output", Priority: -100}, Rules: []Rule{Jump{Chain: ChainServices}}},
-		{Name: "nat-postrouting", Hook: &Hook{Type: "nat", Hook: "postrouting", Priority: 100}, Rules: []Rule{MasqueradeMarked{}}},
+		{Name: "nat-postrouting", Hook: &Hook{Type: "nat", Hook: "postrouting", Priority: 100}, Rules: []Rule{MasqueradeMarked{}, MasqueradeHairpin{Set: SetHairpin}}},
 		{Name: "filter-input", Hook: &Hook{Type: "filter", Hook: "input", Priority: -10}, Rules: []Rule{CTNewJump{Chain: ChainEndpointsCheck}}},
 		{Name: "filter-forward", Hook: &Hook{Type: "filter", Hook: "forward", Priority: -10}, Rules: []Rule{CTNewJump{Chain: ChainEndpointsCheck}}},
 		{Name: "filter-output", Hook: &Hook{Type: "filter", Hook: "output", Priority: -10}, Rules: []Rule{CTNewJump{Chain: ChainEndpointsCheck}}},

@@ -130,6 +130,9 @@ func TestBuilderMatchesBuild(t *testing.T) {
 	webSlice := slice("default", "web", "web-a", map[string]int32{"": 8080}, ep{"10.244.1.2", true})
 	dbSlice := slice("default", "db", "db-a", map[string]int32{"": 5432}, ep{"10.244.1.3", true})
 	webSlice2 := slice("default", "web", "web-a", map[string]int32{"": 8080}, ep{"10.244.1.2", true}, ep{"10.244.2.2", true})
+	// The same address behind two Services: it stays in the hairpin set
+	// until neither has it.
+	dbShared := slice("default", "db", "db-a", map[string]int32{"": 5432}, ep{"10.244.1.2", true})
 	db2 := db.DeepCopy()
 	db2.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 	steps := []Input{
@@ -138,10 +141,18 @@ func TestBuilderMatchesBuild(t *testing.T) {
 		{Services: []*corev1.Service{db2, web}, EndpointSlices: []*discoveryv1.EndpointSlice{dbSlice, webSlice2}},
 		{Services: []*corev1.Service{db2}, EndpointSlices: []*discoveryv1.EndpointSlice{webSlice2}},
 		{Services: []*corev1.Service{db2, web}, EndpointSlices: []*discoveryv1.EndpointSlice{dbSlice, webSlice}},
+		{Services: []*corev1.Service{db2, web}, EndpointSlices: []*discoveryv1.EndpointSlice{dbShared, webSlice}},
+		{Services: []*corev1.Service{db2}, EndpointSlices: []*discoveryv1.EndpointSlice{dbShared}},
+		{Services: []*corev1.Service{db2}, EndpointSlices: []*discoveryv1.EndpointSlice{dbSlice}},
+		{Services: []*corev1.Service{web, web}, EndpointSlices: []*discoveryv1.EndpointSlice{webSlice2}},
 	}
 	var b Builder
 	for i, in := range steps {
-		if got, want := b.Build(in).Render(), Build(in).Render(); got != want {
+		got, want := b.Build(in).Render(), Build(in).Render()
+		if i == 6 && !strings.Contains(got, "10.244.1.2 . 10.244.1.2") {
+			t.Errorf("step %d: the hairpin set lost an address a Service still has:\n%s", i, got)
+		}
+		if got != want {
 			t.Errorf("step %d: Builder gives\n%s\nBuild gives\n%s", i, got, want)
 		}
 	}

@@ -14,19 +14,26 @@ import (
 // Table is the name of the proxy's table in the ip family.
 const Table = "kubebus"
 
+// SetHairpin is the set of (address . address) pairs, one per endpoint
+// address, that MasqueradeHairpin looks packets up in.
+const SetHairpin = "hairpin"
+
 // MasqueradeMark is the packet mark bit that asks postrouting to masquerade.
 const MasqueradeMark = 0x4000
 
 // Ruleset is the whole desired content of the proxy's table.
 type Ruleset struct {
 	// Chains in a stable order: the fixed chains first, then each Service's
-	// (Services by namespace and name).
+	// (Services by "namespace/name").
 	Chains []Chain
 	// Sets are the sessionAffinity sets of client addresses, in the order
 	// of their Services.
 	Sets []Set
 	// Maps are the verdict maps, by name.
 	Maps []Map
+	// Hairpin is every endpoint address, sorted: the elements (a . a) of
+	// the set SetHairpin.
+	Hairpin []netip.Addr
 	// Skipped says which inputs were ignored and why (bad or unsupported).
 	Skipped []string
 }
@@ -129,31 +136,39 @@ type Reject struct{}
 // MarkMasquerade: set MasqueradeMark on the packet.
 type MarkMasquerade struct{}
 
-// MarkIfSource: set MasqueradeMark when the source is Addr (hairpin).
-type MarkIfSource struct{ Addr netip.Addr }
-
-// AffinityGoto: goto Chain when the source address is in the set.
-type AffinityGoto struct{ Set, Chain string }
-
-// AffinityUpdate: add or refresh the source address in the set.
-type AffinityUpdate struct{ Set string }
-
-// RandomGoto: numgen random mod Mod == 0 goto Chain. A service chain picks
-// one of N endpoints with N-1 of these (Mod N, N-1, ..., 2) and a Goto, which
-// gives each endpoint the same chance. (Upstream uses one anonymous verdict
-// map per Service instead; the kernel looks sets up linearly, so 10,000 of
-// them in one transaction take minutes, see docs.)
-type RandomGoto struct {
-	Mod   uint32
-	Chain string
+// PickEndpoint: DNAT to one endpoint, as one rule of a service chain (no
+// chain per endpoint: a change of endpoints rewrites one chain, and the
+// kernel's validation of the table after each change has fewer chains to
+// walk). With Mod > 0 the rule matches when numgen random mod Mod == 0: a
+// service chain picks one of N endpoints with N-1 of these (Mod N, N-1,
+// ..., 2) and one with Mod 0, which gives each endpoint the same chance.
+// (Upstream uses one anonymous verdict map per Service instead; the kernel
+// looks sets up linearly, so 10,000 of them in one transaction take
+// minutes, see docs.) With Affinity set, the client's address is added to
+// (or refreshed in) that set of the endpoint.
+type PickEndpoint struct {
+	Mod      uint32
+	Affinity string
+	Proto    Proto
+	Addr     netip.Addr
+	Port     uint16
 }
 
-// DNAT: meta l4proto Proto dnat to Addr:Port.
-type DNAT struct {
+// StickyEndpoint: DNAT to the endpoint when the client's address is in its
+// affinity Set (and refresh it there); rules of these come before the
+// random pick in the chain of a Service with sessionAffinity ClientIP.
+type StickyEndpoint struct {
+	Set   string
 	Proto Proto
 	Addr  netip.Addr
 	Port  uint16
 }
+
+// MasqueradeHairpin: masquerade packets whose source and destination are
+// the same address of the set: a pod that reached itself through its
+// Service would otherwise get the reply from its own address, not the
+// Service's.
+type MasqueradeHairpin struct{ Set string }
 
 func (r Jump) String() string             { return "jump " + r.Chain }
 func (r Goto) String() string             { return "goto " + r.Chain }
@@ -169,17 +184,22 @@ func (Reject) String() string { return "reject" }
 func (MarkMasquerade) String() string {
 	return fmt.Sprintf("meta mark set meta mark | %#x", MasqueradeMark)
 }
-func (r MarkIfSource) String() string {
-	return fmt.Sprintf("ip saddr %s meta mark set meta mark | %#x", r.Addr, MasqueradeMark)
+func (r PickEndpoint) String() string {
+	var b strings.Builder
+	if r.Mod > 0 {
+		fmt.Fprintf(&b, "numgen random mod %d == 0 ", r.Mod)
+	}
+	fmt.Fprintf(&b, "meta l4proto %s ", r.Proto)
+	if r.Affinity != "" {
+		b.WriteString("update @" + r.Affinity + " { ip saddr } ")
+	}
+	fmt.Fprintf(&b, "dnat to %s:%d", r.Addr, r.Port)
+	return b.String()
 }
-func (r AffinityGoto) String() string   { return "ip saddr @" + r.Set + " goto " + r.Chain }
-func (r AffinityUpdate) String() string { return "update @" + r.Set + " { ip saddr }" }
-func (r RandomGoto) String() string {
-	return fmt.Sprintf("numgen random mod %d == 0 goto %s", r.Mod, r.Chain)
+func (r StickyEndpoint) String() string {
+	return fmt.Sprintf("ip saddr @%s meta l4proto %s update @%s { ip saddr } dnat to %s:%d", r.Set, r.Proto, r.Set, r.Addr, r.Port)
 }
-func (r DNAT) String() string {
-	return fmt.Sprintf("meta l4proto %s dnat to %s:%d", r.Proto, r.Addr, r.Port)
-}
+func (r MasqueradeHairpin) String() string { return "ip saddr . ip daddr @" + r.Set + " masquerade" }
 
 func (Jump) isRule()              {}
 func (Goto) isRule()              {}
@@ -189,11 +209,9 @@ func (DispatchLocalPort) isRule() {}
 func (MasqueradeMarked) isRule()  {}
 func (Reject) isRule()            {}
 func (MarkMasquerade) isRule()    {}
-func (MarkIfSource) isRule()      {}
-func (AffinityGoto) isRule()      {}
-func (AffinityUpdate) isRule()    {}
-func (RandomGoto) isRule()        {}
-func (DNAT) isRule()              {}
+func (PickEndpoint) isRule()      {}
+func (StickyEndpoint) isRule()    {}
+func (MasqueradeHairpin) isRule() {}
 
 // Render writes the ruleset as `nft -f` input for the table.
 func (rs *Ruleset) Render() string {
@@ -218,6 +236,15 @@ func (rs *Ruleset) Render() string {
 		}
 		b.WriteString("\t}\n")
 	}
+	fmt.Fprintf(&b, "\tset %s {\n\t\ttype ipv4_addr . ipv4_addr\n", SetHairpin)
+	if len(rs.Hairpin) > 0 {
+		b.WriteString("\t\telements = {\n")
+		for _, a := range rs.Hairpin {
+			fmt.Fprintf(&b, "\t\t\t%s . %s,\n", a, a)
+		}
+		b.WriteString("\t\t}\n")
+	}
+	b.WriteString("\t}\n")
 	for _, s := range rs.Sets {
 		fmt.Fprintf(&b, "\tset %s {\n\t\ttype ipv4_addr\n\t\tflags dynamic,timeout\n\t\ttimeout %ds\n\t}\n", s.Name, int64(s.Timeout/time.Second))
 	}
