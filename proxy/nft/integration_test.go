@@ -9,12 +9,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
 
-	vnetns "github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,51 +34,11 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// inNS runs fn on a thread of its own moved into ns; the thread is thrown
-// away afterwards (never unlocked), so no goroutine inherits the namespace.
-func inNS(path string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		h, err := vnetns.GetFromPath(path)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer h.Close()
-		if err := vnetns.Set(h); err != nil {
-			errc <- err
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
-}
-
-func must(t *testing.T, n *netns.Node, args ...string) {
-	t.Helper()
-	if _, err := n.IP(args...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// link makes a veth pair between node and other with addresses nodeAddr
-// and otherAddr (a /24) and routes other's default through node.
-func link(t *testing.T, node, other *netns.Node, dev, nodeAddr, otherAddr string) {
-	t.Helper()
-	must(t, node, "link", "add", dev, "type", "veth", "peer", "name", dev+"p", "netns", other.Name)
-	must(t, node, "addr", "add", nodeAddr+"/24", "dev", dev)
-	must(t, node, "link", "set", dev, "up")
-	must(t, other, "addr", "add", otherAddr+"/24", "dev", dev+"p")
-	must(t, other, "link", "set", dev+"p", "up")
-	must(t, other, "route", "add", "default", "via", nodeAddr)
-}
-
 // serve runs an HTTP server answering name on addr inside ns.
 func serve(t *testing.T, n *netns.Node, addr, name string) {
 	t.Helper()
 	var l net.Listener
-	if err := inNS(n.Path, func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
+	if err := n.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, name) })}
@@ -91,7 +49,7 @@ func serve(t *testing.T, n *netns.Node, addr, name string) {
 // get fetches http://addr/ from inside ns on a fresh connection.
 func get(n *netns.Node, addr string) (string, error) {
 	var conn net.Conn
-	if err := inNS(n.Path, func() (err error) {
+	if err := n.Do(func() (err error) {
 		conn, err = net.DialTimeout("tcp", addr, 5*time.Second)
 		return err
 	}); err != nil {
@@ -125,9 +83,9 @@ type testbed struct {
 func newTestbed(t *testing.T) *testbed {
 	needRoot(t)
 	tb := &testbed{node: netns.New(t), podA: netns.New(t), podB: netns.New(t), client: netns.New(t)}
-	link(t, tb.node, tb.podA, "pa", "10.244.1.1", "10.244.1.2")
-	link(t, tb.node, tb.podB, "pb", "10.244.2.1", "10.244.2.2")
-	link(t, tb.node, tb.client, "cl", "10.250.0.1", "10.250.0.2")
+	netns.Link(t, tb.node, tb.podA, "pa", "10.244.1.1", "10.244.1.2")
+	netns.Link(t, tb.node, tb.podB, "pb", "10.244.2.1", "10.244.2.2")
+	netns.Link(t, tb.node, tb.client, "cl", "10.250.0.1", "10.250.0.2")
 	// The node's own default route (a real node has one): without a route
 	// to the ClusterIP, local connections fail before the nat hook.
 	tb.node.AddAddress(t, "up0", "192.0.2.1/24")

@@ -17,8 +17,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Prefix starts the name of every namespace New creates, so that leftovers
@@ -229,4 +232,52 @@ func run(name string, args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// Do runs fn on an OS thread of its own moved into the namespace and
+// returns fn's error. The thread is never unlocked, so it ends with its
+// goroutine and nothing else ever runs in the namespace by accident;
+// sockets fn opens (listeners, connections) belong to the namespace and
+// may be used from any goroutine afterwards.
+func (n *Node) Do(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		f, err := os.Open(n.Path)
+		if err != nil {
+			errc <- err
+			return
+		}
+		err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
+		f.Close()
+		if err != nil {
+			errc <- fmt.Errorf("netns: entering %s: %w", n.Name, err)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+// Link connects node and other by a veth pair: dev in node with nodeAddr,
+// dev+"p" in other with otherAddr (both /24), and other's default route
+// through node, as a node and one of its pods. dev must have at most 14
+// characters.
+func Link(t testing.TB, node, other *Node, dev, nodeAddr, otherAddr string) {
+	t.Helper()
+	for _, c := range []struct {
+		n    *Node
+		args []string
+	}{
+		{node, []string{"link", "add", dev, "type", "veth", "peer", "name", dev + "p", "netns", other.Name}},
+		{node, []string{"addr", "add", nodeAddr + "/24", "dev", dev}},
+		{node, []string{"link", "set", dev, "up"}},
+		{other, []string{"addr", "add", otherAddr + "/24", "dev", dev + "p"}},
+		{other, []string{"link", "set", dev + "p", "up"}},
+		{other, []string{"route", "add", "default", "via", nodeAddr}},
+	} {
+		if _, err := c.n.IP(c.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
