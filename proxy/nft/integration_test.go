@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"syscall"
@@ -32,18 +31,6 @@ func needRoot(t *testing.T) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs the ip tool")
 	}
-}
-
-// serve runs an HTTP server answering name on addr inside ns.
-func serve(t *testing.T, n *netns.Node, addr, name string) {
-	t.Helper()
-	var l net.Listener
-	if err := n.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, name) })}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
 }
 
 // get fetches http://addr/ from inside ns on a fresh connection.
@@ -92,8 +79,8 @@ func newTestbed(t *testing.T) *testbed {
 	if _, err := tb.node.Exec("sysctl", "-qw", "net.ipv4.ip_forward=1"); err != nil {
 		t.Fatal(err)
 	}
-	serve(t, tb.podA, "10.244.1.2:8080", "pod-a")
-	serve(t, tb.podB, "10.244.2.2:8080", "pod-b")
+	tb.podA.ServeHTTP(t, "10.244.1.2:8080", "pod-a")
+	tb.podB.ServeHTTP(t, "10.244.2.2:8080", "pod-b")
 	f, err := os.Open(tb.node.Path)
 	if err != nil {
 		t.Fatal(err)
