@@ -24,6 +24,10 @@ import (
 const (
 	// ByOwnerUID indexes objects by the UID of each of their owners.
 	ByOwnerUID = "metadata.ownerReferences.uid"
+	// ByOrphanNamespace indexes objects that have no controller owner by
+	// their namespace: the candidates a controller may adopt, found
+	// without scanning every object.
+	ByOrphanNamespace = "orphans.metadata.namespace"
 	// ByNodeName indexes pods by spec.nodeName.
 	ByNodeName = "spec.nodeName"
 	// ByServiceName indexes EndpointSlices by their kubernetes.io/service-name label.
@@ -64,8 +68,9 @@ func New(cfg Config) (*Informers, error) {
 	inf := &Informers{}
 	var err error
 	if inf.Pods, err = newInformer(cfg, &inf.all, "", "pods", "", func() *corev1.Pod { return &corev1.Pod{} }, map[string]informer.IndexFunc[*corev1.Pod]{
-		ByOwnerUID: ownerUIDs[*corev1.Pod],
-		ByNodeName: func(p *corev1.Pod) []string { return []string{p.Spec.NodeName} },
+		ByOwnerUID:        ownerUIDs[*corev1.Pod],
+		ByOrphanNamespace: orphanNamespace[*corev1.Pod],
+		ByNodeName:        func(p *corev1.Pod) []string { return []string{p.Spec.NodeName} },
 	}); err != nil {
 		return nil, err
 	}
@@ -111,6 +116,13 @@ func newInformer[T runtime.Object](cfg Config, all *[]runner, group, resource, n
 	}
 	*all = append(*all, i)
 	return i, nil
+}
+
+func orphanNamespace[T metav1.Object](obj T) []string {
+	if metav1.GetControllerOfNoCopy(obj) != nil {
+		return nil
+	}
+	return []string{obj.GetNamespace()}
 }
 
 func ownerUIDs[T metav1.Object](obj T) []string {

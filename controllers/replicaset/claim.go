@@ -30,7 +30,7 @@ func planClaims(rs *appsv1.ReplicaSet, sel labels.Selector, candidates []*corev1
 			continue
 		}
 		matches := !sel.Empty() && sel.Matches(labels.Set(p.Labels))
-		ref := metav1.GetControllerOf(p)
+		ref := metav1.GetControllerOfNoCopy(p)
 		switch {
 		case ref != nil && ref.UID != rs.UID:
 			// Someone else's.

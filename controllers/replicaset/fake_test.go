@@ -66,7 +66,13 @@ func (f *fakeInformer[T]) ByLabels(sel labels.Selector) []T {
 }
 
 func (f *fakeInformer[T]) ByIndex(index, value string) []T {
-	if index != cache.ByOwnerUID {
+	switch index {
+	case cache.ByOwnerUID:
+	case cache.ByOrphanNamespace:
+		return f.filter(func(m metav1.Object) bool {
+			return m.GetNamespace() == value && metav1.GetControllerOfNoCopy(m) == nil
+		})
+	default:
 		panic("fake informer: unknown index " + index)
 	}
 	return f.filter(func(m metav1.Object) bool {

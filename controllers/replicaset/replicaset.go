@@ -18,7 +18,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -33,10 +32,9 @@ const Name = "replicaset"
 const DefaultBurstReplicas = 500
 
 // PodInformer is where the controller reads pods: cache.Informers.Pods,
-// which carries the cache.ByOwnerUID index.
+// which carries the cache.ByOwnerUID and cache.ByOrphanNamespace indexes.
 type PodInformer interface {
 	ByIndex(index, value string) []*corev1.Pod
-	ByLabels(sel labels.Selector) []*corev1.Pod
 	AddHandler(h informer.Handler[*corev1.Pod])
 }
 

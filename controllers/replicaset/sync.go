@@ -98,19 +98,26 @@ func (r *reconciler) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, sel l
 
 // candidates are the pods rs controls and the orphans its selector matches.
 func (r *reconciler) candidates(rs *appsv1.ReplicaSet, sel labels.Selector) []*corev1.Pod {
-	seen := map[types.UID]bool{}
 	var out []*corev1.Pod
 	for _, p := range r.pods.ByIndex(cache.ByOwnerUID, string(rs.UID)) {
-		if p.Namespace == rs.Namespace && !seen[p.UID] {
-			seen[p.UID] = true
+		if p.Namespace == rs.Namespace {
 			out = append(out, p)
 		}
 	}
 	if sel.Empty() {
 		return out
 	}
-	for _, p := range r.pods.ByLabels(sel) {
-		if p.Namespace == rs.Namespace && !seen[p.UID] && metav1.GetControllerOf(p) == nil {
+	orphans := r.pods.ByIndex(cache.ByOrphanNamespace, rs.Namespace)
+	if len(orphans) == 0 {
+		return out
+	}
+	// A pod can be in both: rs among its owners, but not as controller.
+	seen := make(map[types.UID]bool, len(out))
+	for _, p := range out {
+		seen[p.UID] = true
+	}
+	for _, p := range orphans {
+		if !seen[p.UID] && metav1.GetControllerOfNoCopy(p) == nil && sel.Matches(labels.Set(p.Labels)) {
 			seen[p.UID] = true
 			out = append(out, p)
 		}
