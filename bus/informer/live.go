@@ -53,6 +53,12 @@ func (i *Informer[T]) open(ctx context.Context) error {
 		MaxDeliver:        -1,
 		FilterSubjects:    i.cfg.liveFilters(),
 		InactiveThreshold: time.Hour,
+		// The informer knows its own position (the last stream sequence it
+		// applied) and recreates the durable there when NATS lost it, so
+		// the server need not write the consumer's state to disk after
+		// every delivery and ack: with a hundred nodes' consumers that was
+		// a tenth of the control plane's CPU.
+		MemoryStorage: true,
 	})
 	if err != nil {
 		return fmt.Errorf("creating consumer %s: %w", i.durable, err)
