@@ -41,6 +41,9 @@ type Config struct {
 	Instance string
 	// Applier programs the rules.
 	Applier Applier
+	// Families are the IP families programmed, one table each (default:
+	// IPv4 only).
+	Families []rules.Family
 	// MinSyncPeriod is the least time between two syncs; changes that
 	// arrive meanwhile are batched into the next one.
 	MinSyncPeriod time.Duration
@@ -69,6 +72,14 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if len(c.Families) == 0 {
+		c.Families = []rules.Family{rules.IPv4}
+	}
+	for _, f := range c.Families {
+		if f != rules.IPv4 && f != rules.IPv6 {
+			return fmt.Errorf("proxy: unknown IP family %d", f)
+		}
+	}
 	return nil
 }
 
@@ -83,7 +94,7 @@ type proxy struct {
 	cfg      Config
 	services cache[*corev1.Service]
 	slices   cache[*discoveryv1.EndpointSlice]
-	builder  rules.Builder // used by the loop's goroutine only
+	builders [2]rules.Builder // by family; used by the loop's goroutine only
 	changes  chan struct{}
 	metrics  *metrics
 	mu       sync.Mutex
@@ -185,15 +196,20 @@ func (p *proxy) sync(ctx context.Context) error {
 	triggers := p.triggers
 	p.triggers = nil
 	p.mu.Unlock()
-	rs := p.builder.Build(rules.Input{Services: p.services.List(), EndpointSlices: p.slices.List()})
-	for _, s := range rs.Skipped {
-		p.cfg.Logger.Debug("proxy skipped", "reason", s)
-	}
-	if err := p.cfg.Applier.Apply(ctx, rs); err != nil {
-		p.mu.Lock()
-		p.triggers = append(triggers, p.triggers...)
-		p.mu.Unlock()
-		return err
+	svcs, slices := p.services.List(), p.slices.List()
+	chains := 0
+	for _, f := range p.cfg.Families {
+		rs := p.builders[f].Build(rules.Input{Family: f, Services: svcs, EndpointSlices: slices})
+		for _, s := range rs.Skipped {
+			p.cfg.Logger.Debug("proxy skipped", "reason", s)
+		}
+		if err := p.cfg.Applier.Apply(ctx, rs); err != nil {
+			p.mu.Lock()
+			p.triggers = append(triggers, p.triggers...)
+			p.mu.Unlock()
+			return err
+		}
+		chains += len(rs.Chains)
 	}
 	now := time.Now()
 	p.metrics.duration.Observe(now.Sub(start).Seconds())
@@ -201,7 +217,7 @@ func (p *proxy) sync(ctx context.Context) error {
 	for _, t := range triggers {
 		p.metrics.programming.Observe(now.Sub(t).Seconds())
 	}
-	p.cfg.Logger.Debug("proxy synced", "chains", len(rs.Chains), "took", now.Sub(start))
+	p.cfg.Logger.Debug("proxy synced", "chains", chains, "took", now.Sub(start))
 	return nil
 }
 

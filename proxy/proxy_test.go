@@ -104,8 +104,7 @@ func TestLoopWaitsForSyncThenFollowsChanges(t *testing.T) {
 	app.synced = func() bool { return isClosed(svcs.synced) && isClosed(sls.synced) }
 	reg := prometheus.NewRegistry()
 	cfg := Config{JetStream: nil, Applier: app, MinSyncPeriod: time.Millisecond, SyncPeriod: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	cfg.MinSyncPeriod, cfg.SyncPeriod = time.Millisecond, time.Hour
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Families: []rules.Family{rules.IPv4}}
 	p := &proxy{cfg: cfg, services: svcs, slices: sls, changes: make(chan struct{}, 1), metrics: newMetrics(reg)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -150,6 +149,33 @@ func TestLoopWaitsForSyncThenFollowsChanges(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("loop: %v", err)
+	}
+}
+
+// TestSyncProgramsEachFamily: a sync builds and applies one ruleset per
+// configured family, each holding only that family's addresses.
+func TestSyncProgramsEachFamily(t *testing.T) {
+	t.Parallel()
+	dual := service("dual", "10.96.0.5")
+	dual.Spec.ClusterIPs = []string{"10.96.0.5", "fd00:96::5"}
+	svcs := &fakeCache[*corev1.Service]{synced: make(chan struct{})}
+	svcs.set(dual)
+	sls := &fakeCache[*discoveryv1.EndpointSlice]{synced: make(chan struct{})}
+	app := &fakeApplier{appliedc: make(chan applied, 10), synced: func() bool { return true }}
+	p := &proxy{cfg: Config{Applier: app, Families: []rules.Family{rules.IPv4, rules.IPv6}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		services: svcs, slices: sls, changes: make(chan struct{}, 1), metrics: newMetrics(prometheus.NewRegistry())}
+	if err := p.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v4, v6 := next(t, app.appliedc).rs, next(t, app.appliedc).rs
+	if v4.Family != rules.IPv4 || v6.Family != rules.IPv6 {
+		t.Fatalf("applied families %v then %v, want ip then ip6", v4.Family, v6.Family)
+	}
+	if r := v4.Render(); !strings.Contains(r, "10.96.0.5 . tcp . 80") || strings.Contains(r, "fd00:96::5") {
+		t.Errorf("the ip table:\n%s", r)
+	}
+	if r := v6.Render(); !strings.Contains(r, "fd00:96::5 . tcp . 80") || strings.Contains(r, "10.96.0.5") {
+		t.Errorf("the ip6 table:\n%s", r)
 	}
 }
 

@@ -25,12 +25,17 @@ type Config struct {
 	NetNSFd int
 }
 
-// Applier writes rulesets to the kernel. It remembers the last ruleset it
-// applied so that the next Apply sends only the differences; after a
-// failure it replaces the whole table again.
+// Applier writes rulesets to the kernel, one table per family. It
+// remembers the last ruleset it applied to each so that the next Apply
+// sends only the differences; after a failure it replaces the whole table
+// again.
 type Applier struct {
-	mu    sync.Mutex
-	conn  *nftables.Conn
+	mu     sync.Mutex
+	conn   *nftables.Conn
+	tables [2]tableState // by rules.Family
+}
+
+type tableState struct {
 	table *nftables.Table
 	last  *rules.Ruleset
 	// chains indexes last's chains by name.
@@ -43,7 +48,10 @@ func New(cfg Config) (*Applier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nft: opening netlink: %w", err)
 	}
-	return &Applier{conn: c, table: &nftables.Table{Name: rules.Table, Family: nftables.TableFamilyIPv4}}, nil
+	a := &Applier{conn: c}
+	a.tables[rules.IPv4].table = &nftables.Table{Name: rules.Table, Family: nftables.TableFamilyIPv4}
+	a.tables[rules.IPv6].table = &nftables.Table{Name: rules.Table, Family: nftables.TableFamilyIPv6}
+	return a, nil
 }
 
 // Apply makes the table hold rs, in one transaction.
@@ -54,43 +62,51 @@ func (a *Applier) Apply(ctx context.Context, rs *rules.Ruleset) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if rs.Family != rules.IPv4 && rs.Family != rules.IPv6 {
+		return fmt.Errorf("nft: unknown family %d", rs.Family)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	st := &a.tables[rs.Family]
 	var err error
-	if a.last == nil || !sameBase(a.last, rs) || setChanged(a.last, rs) {
-		err = a.full(rs)
+	if st.last == nil || !sameBase(st.last, rs) || setChanged(st.last, rs) {
+		err = a.full(st, rs)
 	} else {
-		err = a.diff(a.last, rs)
+		err = a.diff(st, rs)
 	}
 	if err != nil {
-		a.last, a.chains = nil, nil
+		st.last, st.chains = nil, nil
 		return err
 	}
-	a.last = rs
+	st.last = rs
 	return nil
 }
 
-// Cleanup deletes the table (and everything in it); a missing table is
-// not an error.
+// Cleanup deletes the tables of both families (and everything in them); a
+// missing table is not an error.
 func (a *Applier) Cleanup(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.last, a.chains = nil, nil
-	a.conn.AddTable(a.table)
-	a.conn.DelTable(a.table)
-	if err := a.conn.Flush(); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOENT) {
-		return fmt.Errorf("nft: deleting table %s: %w", rules.Table, err)
+	for i := range a.tables {
+		st := &a.tables[i]
+		st.last, st.chains = nil, nil
+		a.conn.AddTable(st.table)
+		a.conn.DelTable(st.table)
+		if err := a.conn.Flush(); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("nft: deleting table %s %s: %w", rules.Family(i), rules.Table, err)
+		}
 	}
 	return nil
 }
 
 // full replaces the table: add (so that delete cannot fail), delete, and
 // build it again, all in one transaction.
-func (a *Applier) full(rs *rules.Ruleset) error {
-	c, t := a.conn, a.table
+func (a *Applier) full(st *tableState, rs *rules.Ruleset) error {
+	c, t := a.conn, st.table
+	f := familyOf(t)
 	c.AddTable(t)
 	c.DelTable(t)
 	c.AddTable(t)
@@ -99,7 +115,7 @@ func (a *Applier) full(rs *rules.Ruleset) error {
 		return a.abort(fmt.Errorf("nft: set %s: %w", rules.SetHairpin, err))
 	}
 	for chunk := range slices.Chunk(rs.Hairpin, elementsPerMessage) {
-		if err := c.SetAddElements(hp, hairpinElements(chunk)); err != nil {
+		if err := c.SetAddElements(hp, hairpinElements(f, chunk)); err != nil {
 			return a.abort(fmt.Errorf("nft: set %s: %w", rules.SetHairpin, err))
 		}
 	}
@@ -121,7 +137,7 @@ func (a *Applier) full(rs *rules.Ruleset) error {
 		if err := c.AddSet(set, nil); err != nil {
 			return a.abort(fmt.Errorf("nft: map %s: %w", m.Name, err))
 		}
-		if err := addElements(c, set, m, m.Elements); err != nil {
+		if err := addElements(c, f, set, m, m.Elements); err != nil {
 			return a.abort(err)
 		}
 	}
@@ -133,20 +149,21 @@ func (a *Applier) full(rs *rules.Ruleset) error {
 		}
 	}
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("nft: writing table %s: %w", rules.Table, err)
+		return fmt.Errorf("nft: writing table %s %s: %w", rs.Family, rules.Table, err)
 	}
-	a.chains = make(map[string]rules.Chain, len(rs.Chains))
+	st.chains = make(map[string]rules.Chain, len(rs.Chains))
 	for _, ch := range rs.Chains {
-		a.chains[ch.Name] = ch
+		st.chains[ch.Name] = ch
 	}
 	return nil
 }
 
 // diff sends the changes from old to rs. Chains are matched by name
-// through a.chains; those whose rules are the same slice as before (the
+// through st.chains; those whose rules are the same slice as before (the
 // Builder reuses unchanged Services) are not compared rule by rule.
-func (a *Applier) diff(old, rs *rules.Ruleset) error {
-	c, t := a.conn, a.table
+func (a *Applier) diff(st *tableState, rs *rules.Ruleset) error {
+	c, t, old := a.conn, st.table, st.last
+	f := familyOf(t)
 	oldSets := make(map[string]rules.Set, len(old.Sets))
 	for _, s := range old.Sets {
 		oldSets[s.Name] = s
@@ -165,7 +182,7 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 	var changed []rules.Chain
 	kept := 0
 	for _, ch := range rs.Chains {
-		o, ok := a.chains[ch.Name]
+		o, ok := st.chains[ch.Name]
 		if !ok {
 			c.AddChain(&nftables.Chain{Name: ch.Name, Table: t})
 			changed = append(changed, ch)
@@ -179,12 +196,12 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 	}
 	// Chains that go: only looked for when some old chain was not kept.
 	var gone []string
-	if kept != len(a.chains) {
+	if kept != len(st.chains) {
 		names := make(map[string]bool, len(rs.Chains))
 		for _, ch := range rs.Chains {
 			names[ch.Name] = true
 		}
-		for name := range a.chains {
+		for name := range st.chains {
 			if !names[name] {
 				gone = append(gone, name)
 			}
@@ -197,7 +214,7 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 		del, add := diffElements(old.Maps[i].Elements, m.Elements)
 		adds[i] = add
 		for chunk := range slices.Chunk(del, elementsPerMessage) {
-			if err := c.SetDeleteElements(mapSet(t, m), elements(m, chunk)); err != nil {
+			if err := c.SetDeleteElements(mapSet(t, m), elements(f, m, chunk)); err != nil {
 				return a.abort(fmt.Errorf("nft: map %s: %w", m.Name, err))
 			}
 		}
@@ -205,12 +222,12 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 	hp := hairpinSet(t)
 	delHP, addHP := diffAddrs(old.Hairpin, rs.Hairpin)
 	for chunk := range slices.Chunk(delHP, elementsPerMessage) {
-		if err := c.SetDeleteElements(hp, hairpinElements(chunk)); err != nil {
+		if err := c.SetDeleteElements(hp, hairpinElements(f, chunk)); err != nil {
 			return a.abort(fmt.Errorf("nft: set %s: %w", rules.SetHairpin, err))
 		}
 	}
 	for chunk := range slices.Chunk(addHP, elementsPerMessage) {
-		if err := c.SetAddElements(hp, hairpinElements(chunk)); err != nil {
+		if err := c.SetAddElements(hp, hairpinElements(f, chunk)); err != nil {
 			return a.abort(fmt.Errorf("nft: set %s: %w", rules.SetHairpin, err))
 		}
 	}
@@ -228,7 +245,7 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 		}
 	}
 	for i, m := range rs.Maps {
-		if err := addElements(c, mapSet(t, m), m, adds[i]); err != nil {
+		if err := addElements(c, f, mapSet(t, m), m, adds[i]); err != nil {
 			return a.abort(err)
 		}
 	}
@@ -242,13 +259,13 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 		}
 	}
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("nft: updating table %s: %w", rules.Table, err)
+		return fmt.Errorf("nft: updating table %s %s: %w", rs.Family, rules.Table, err)
 	}
 	for _, ch := range changed {
-		a.chains[ch.Name] = ch
+		st.chains[ch.Name] = ch
 	}
 	for _, name := range gone {
-		delete(a.chains, name)
+		delete(st.chains, name)
 	}
 	return nil
 }
@@ -259,9 +276,9 @@ func (a *Applier) diff(old, rs *rules.Ruleset) error {
 const elementsPerMessage = 128
 
 // addElements queues es for the map in messages of elementsPerMessage.
-func addElements(c *nftables.Conn, set *nftables.Set, m rules.Map, es []rules.Element) error {
+func addElements(c *nftables.Conn, f family, set *nftables.Set, m rules.Map, es []rules.Element) error {
 	for chunk := range slices.Chunk(es, elementsPerMessage) {
-		if err := c.SetAddElements(set, elements(m, chunk)); err != nil {
+		if err := c.SetAddElements(set, elements(f, m, chunk)); err != nil {
 			return fmt.Errorf("nft: map %s: %w", m.Name, err)
 		}
 	}

@@ -64,7 +64,7 @@ func BenchmarkFullSync(b *testing.B) {
 			in := cluster(n)
 			a := benchApplier(b)
 			for b.Loop() {
-				a.last = nil
+				a.tables[rules.IPv4].last = nil
 				if err := a.Apply(context.Background(), rules.Build(in)); err != nil {
 					b.Fatal(err)
 				}

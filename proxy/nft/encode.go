@@ -3,6 +3,7 @@ package nft
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -14,14 +15,63 @@ import (
 
 const rtnLocal = 2 // RTN_LOCAL, fib's address type of a local address
 
+var keyProtoPort = nftables.MustConcatSetType(nftables.TypeInetProto, nftables.TypeInetService)
+
+// family holds what differs between the ip and the ip6 table: address
+// types, header offsets and the registers of concatenations (a 16-byte
+// address fills four 32-bit registers).
+type family struct {
+	v6                          bool
+	addrType                    nftables.SetDatatype
+	keyAddrProtoPort            nftables.SetDatatype
+	keyAddrAddr                 nftables.SetDatatype
+	saddrOff, daddrOff, addrLen uint32
+	// regProto, regPort: the registers after an address loaded into
+	// register 1; regSecondAddr: where a second address goes.
+	regProto, regPort, regSecondAddr uint32
+	natFamily                        uint32
+	rejectCode                       uint8 // port unreachable in ICMP or ICMPv6
+}
+
 var (
-	keyAddrProtoPort = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
-	keyProtoPort     = nftables.MustConcatSetType(nftables.TypeInetProto, nftables.TypeInetService)
-	keyAddrAddr      = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeIPAddr)
+	familyIPv4 = family{
+		addrType:         nftables.TypeIPAddr,
+		keyAddrProtoPort: nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService),
+		keyAddrAddr:      nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeIPAddr),
+		saddrOff:         12, daddrOff: 16, addrLen: 4,
+		regProto: 9, regPort: 10, regSecondAddr: 9,
+		natFamily: unix.NFPROTO_IPV4, rejectCode: 3,
+	}
+	familyIPv6 = family{
+		v6:               true,
+		addrType:         nftables.TypeIP6Addr,
+		keyAddrProtoPort: nftables.MustConcatSetType(nftables.TypeIP6Addr, nftables.TypeInetProto, nftables.TypeInetService),
+		keyAddrAddr:      nftables.MustConcatSetType(nftables.TypeIP6Addr, nftables.TypeIP6Addr),
+		saddrOff:         8, daddrOff: 24, addrLen: 16,
+		regProto: 12, regPort: 13, regSecondAddr: 2,
+		natFamily: unix.NFPROTO_IPV6, rejectCode: 4,
+	}
 )
 
+func familyOf(t *nftables.Table) family {
+	if t.Family == nftables.TableFamilyIPv6 {
+		return familyIPv6
+	}
+	return familyIPv4
+}
+
+// addrBytes is a in the family's length.
+func (f family) addrBytes(a netip.Addr) []byte {
+	if f.v6 {
+		b := a.As16()
+		return b[:]
+	}
+	b := a.As4()
+	return b[:]
+}
+
 func mapSet(t *nftables.Table, m rules.Map) *nftables.Set {
-	key := keyAddrProtoPort
+	key := familyOf(t).keyAddrProtoPort
 	if m.Key == rules.KeyProtoPort {
 		key = keyProtoPort
 	}
@@ -29,38 +79,37 @@ func mapSet(t *nftables.Table, m rules.Map) *nftables.Set {
 }
 
 func hairpinSet(t *nftables.Table) *nftables.Set {
-	return &nftables.Set{Table: t, Name: rules.SetHairpin, Concatenation: true, KeyType: keyAddrAddr}
+	return &nftables.Set{Table: t, Name: rules.SetHairpin, Concatenation: true, KeyType: familyOf(t).keyAddrAddr}
 }
 
 // hairpinElements are the set's (a . a) keys.
-func hairpinElements(as []netip.Addr) []nftables.SetElement {
+func hairpinElements(f family, as []netip.Addr) []nftables.SetElement {
 	out := make([]nftables.SetElement, len(as))
 	for i, a := range as {
-		b := a.As4()
-		out[i] = nftables.SetElement{Key: append(b[:], b[:]...)}
+		b := f.addrBytes(a)
+		out[i] = nftables.SetElement{Key: append(slices.Clip(b), b...)}
 	}
 	return out
 }
 
 func affinitySet(t *nftables.Table, s rules.Set) *nftables.Set {
-	return &nftables.Set{Table: t, Name: s.Name, KeyType: nftables.TypeIPAddr, Dynamic: true, HasTimeout: true, Timeout: s.Timeout}
+	return &nftables.Set{Table: t, Name: s.Name, KeyType: familyOf(t).addrType, Dynamic: true, HasTimeout: true, Timeout: s.Timeout}
 }
 
 // elementKey is the map key of e: each field of a concatenation takes a
 // multiple of 4 bytes.
-func elementKey(k rules.KeyKind, e rules.Element) []byte {
+func elementKey(f family, k rules.KeyKind, e rules.Element) []byte {
 	var b []byte
 	if k == rules.KeyAddrProtoPort {
-		a := e.Addr.As4()
-		b = append(b, a[:]...)
+		b = append(b, f.addrBytes(e.Addr)...)
 	}
 	return append(b, byte(e.Proto), 0, 0, 0, byte(e.Port>>8), byte(e.Port), 0, 0)
 }
 
-func elements(m rules.Map, es []rules.Element) []nftables.SetElement {
+func elements(f family, m rules.Map, es []rules.Element) []nftables.SetElement {
 	out := make([]nftables.SetElement, len(es))
 	for i, e := range es {
-		out[i] = nftables.SetElement{Key: elementKey(m.Key, e), VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: e.Goto}}
+		out[i] = nftables.SetElement{Key: elementKey(f, m.Key, e), VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: e.Goto}}
 	}
 	return out
 }
@@ -108,8 +157,8 @@ func markMasquerade() []expr.Any {
 	}
 }
 
-func saddr() *expr.Payload {
-	return &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4}
+func (f family) saddr() *expr.Payload {
+	return &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: f.saddrOff, Len: f.addrLen}
 }
 
 func l4proto(p rules.Proto) []expr.Any {
@@ -123,17 +172,17 @@ func affinityUpdate(set string) *expr.Dynset {
 	return &expr.Dynset{SrcRegKey: 1, SetName: set, Operation: uint32(unix.NFT_DYNSET_OP_UPDATE)}
 }
 
-func dnat(a netip.Addr, port uint16) []expr.Any {
-	ip := a.As4()
+func (f family) dnat(a netip.Addr, port uint16) []expr.Any {
 	return []expr.Any{
-		&expr.Immediate{Register: 1, Data: ip[:]},
+		&expr.Immediate{Register: 1, Data: f.addrBytes(a)},
 		&expr.Immediate{Register: 2, Data: binaryutil.BigEndian.PutUint16(port)},
-		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: f.natFamily, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
 	}
 }
 
 // addRule queues the rule r of chain ch on the connection.
 func addRule(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain, r rules.Rule) error {
+	f := familyOf(t)
 	var ex []expr.Any
 	lookupMap := func(name string) *expr.Lookup {
 		return &expr.Lookup{SourceRegister: 1, SetName: name, IsDestRegSet: true, DestRegister: 0}
@@ -153,9 +202,9 @@ func addRule(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain, r rules.Ru
 		}
 	case rules.DispatchAddrPort:
 		ex = []expr.Any{
-			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
-			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 9},
-			&expr.Payload{DestRegister: 10, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: f.daddrOff, Len: f.addrLen},
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: f.regProto},
+			&expr.Payload{DestRegister: f.regPort, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 			lookupMap(r.Map),
 		}
 	case rules.DispatchLocalPort:
@@ -175,7 +224,7 @@ func addRule(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain, r rules.Ru
 			&expr.Masq{},
 		}
 	case rules.Reject:
-		ex = []expr.Any{&expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3}} // port unreachable
+		ex = []expr.Any{&expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: f.rejectCode}} // port unreachable
 	case rules.MarkMasquerade:
 		ex = markMasquerade()
 	case rules.PickEndpoint:
@@ -189,18 +238,18 @@ func addRule(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain, r rules.Ru
 		}
 		ex = append(ex, l4proto(r.Proto)...)
 		if r.Affinity != "" {
-			ex = append(ex, saddr(), affinityUpdate(r.Affinity))
+			ex = append(ex, f.saddr(), affinityUpdate(r.Affinity))
 		}
-		ex = append(ex, dnat(r.Addr, r.Port)...)
+		ex = append(ex, f.dnat(r.Addr, r.Port)...)
 	case rules.StickyEndpoint:
-		ex = append(ex, saddr(), &expr.Lookup{SourceRegister: 1, SetName: r.Set})
+		ex = append(ex, f.saddr(), &expr.Lookup{SourceRegister: 1, SetName: r.Set})
 		ex = append(ex, l4proto(r.Proto)...)
-		ex = append(ex, saddr(), affinityUpdate(r.Set))
-		ex = append(ex, dnat(r.Addr, r.Port)...)
+		ex = append(ex, f.saddr(), affinityUpdate(r.Set))
+		ex = append(ex, f.dnat(r.Addr, r.Port)...)
 	case rules.MasqueradeHairpin:
 		ex = []expr.Any{
-			saddr(),
-			&expr.Payload{DestRegister: 9, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+			f.saddr(),
+			&expr.Payload{DestRegister: f.regSecondAddr, Base: expr.PayloadBaseNetworkHeader, Offset: f.daddrOff, Len: f.addrLen},
 			&expr.Lookup{SourceRegister: 1, SetName: r.Set},
 			&expr.Masq{},
 		}

@@ -188,3 +188,95 @@ func TestIntegrationClusterIPNodePortRejectAffinity(t *testing.T) {
 		t.Errorf("second cleanup: %v", err)
 	}
 }
+
+// link6 gives a link made by netns.Link IPv6 addresses too: nodeAddr and
+// otherAddr in a /64, other's default IPv6 route through node.
+func link6(t *testing.T, node, other *netns.Node, dev, nodeAddr, otherAddr string) {
+	t.Helper()
+	for _, c := range []struct {
+		n    *netns.Node
+		args []string
+	}{
+		{node, []string{"-6", "addr", "add", nodeAddr + "/64", "dev", dev, "nodad"}},
+		{other, []string{"-6", "addr", "add", otherAddr + "/64", "dev", dev + "p", "nodad"}},
+		{other, []string{"-6", "route", "add", "default", "via", nodeAddr}},
+	} {
+		if _, err := c.n.IP(c.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestIntegrationIPv6 programs the ip6 table beside the ip one: an IPv6
+// ClusterIP reaches both backends, NodePort, hairpin, reject without
+// endpoints, and cleanup removes both tables.
+func TestIntegrationIPv6(t *testing.T) {
+	tb := newTestbed(t)
+	ctx := context.Background()
+	link6(t, tb.node, tb.podA, "pa", "fd00:1::1", "fd00:1::2")
+	link6(t, tb.node, tb.podB, "pb", "fd00:2::1", "fd00:2::2")
+	link6(t, tb.node, tb.client, "cl", "fd00:3::1", "fd00:3::2")
+	if _, err := tb.node.Exec("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"); err != nil {
+		t.Fatal(err)
+	}
+	// The node's own IPv6 default route (to a gateway that never answers),
+	// as for IPv4: without a route, the kernel answers "no route" before
+	// the filter hooks see the packet.
+	for _, args := range [][]string{{"-6", "addr", "add", "fd00:ff::1/64", "dev", "up0", "nodad"}, {"-6", "route", "add", "default", "via", "fd00:ff::2", "dev", "up0"}} {
+		if _, err := tb.node.IP(args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tb.podA.ServeHTTP(t, "[fd00:1::2]:8080", "pod-a6")
+	tb.podB.ServeHTTP(t, "[fd00:2::2]:8080", "pod-b6")
+	apply6 := func(ready ...string) {
+		t.Helper()
+		s := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10", "fd00:96::a"},
+				Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}}},
+		}
+		p, tcp, name := int32(8080), corev1.ProtocolTCP, ""
+		sl := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-6", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			AddressType: discoveryv1.AddressTypeIPv6,
+			Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &p, Protocol: &tcp}},
+		}
+		for _, ip := range ready {
+			sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}})
+		}
+		rs := rules.Build(rules.Input{Family: rules.IPv6, Services: []*corev1.Service{s}, EndpointSlices: []*discoveryv1.EndpointSlice{sl}})
+		if err := tb.applier.Apply(ctx, rs); err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+	}
+
+	tb.apply(t, false, "10.244.1.2") // the ip table beside it
+	apply6("fd00:1::2", "fd00:2::2")
+	if got := tb.hits(t, tb.client, "[fd00:96::a]:80", 40); got["pod-a6"] == 0 || got["pod-b6"] == 0 || got["pod-a6"]+got["pod-b6"] != 40 {
+		t.Errorf("IPv6 ClusterIP: want both backends, got %v", got)
+	}
+	if got := tb.hits(t, tb.client, "10.96.0.10:80", 5); got["pod-a"] != 5 {
+		t.Errorf("the IPv4 ClusterIP beside it: got %v", got)
+	}
+	if got := tb.hits(t, tb.client, "[fd00:3::1]:30080", 10); got["pod-a6"]+got["pod-b6"] != 10 {
+		t.Errorf("IPv6 NodePort: got %v", got)
+	}
+
+	apply6("fd00:1::2")
+	if got := tb.hits(t, tb.podA, "[fd00:96::a]:80", 5); got["pod-a6"] != 5 {
+		t.Errorf("IPv6 hairpin: got %v", got)
+	}
+
+	apply6()
+	if _, err := get(tb.client, "[fd00:96::a]:80"); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("IPv6 ClusterIP with no endpoints: want connection refused, got %v", err)
+	}
+
+	if err := tb.applier.Cleanup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := tb.node.Exec("nft", "list", "tables"); err != nil || out != "" {
+		t.Errorf("after cleanup: nft list tables = %q, %v", out, err)
+	}
+}

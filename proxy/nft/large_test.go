@@ -92,7 +92,7 @@ func TestIntegrationLargeTableDiffEqualsFull(t *testing.T) {
 		t.Errorf("after the diff no-endpoint-services holds %d elements, want 1", got)
 	}
 
-	a.last = nil // what a restarted proxy does
+	a.tables[rules.IPv4].last = nil // what a restarted proxy does
 	if err := a.Apply(ctx, rs); err != nil {
 		t.Fatalf("full apply: %v", err)
 	}

@@ -33,6 +33,9 @@ const DefaultAffinityTimeout = 10800 * time.Second
 
 // Input is what the ruleset is built from. The objects are only read.
 type Input struct {
+	// Family is the table's: only this family's cluster IPs, EndpointSlices
+	// and addresses are programmed (the zero value is IPv4).
+	Family         Family
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 }
@@ -44,8 +47,9 @@ type endpoint struct {
 
 // Build computes the desired ruleset. It is a pure function of its input:
 // the same input gives the same ruleset, in the same order. Services it
-// cannot program (not IPv4, headless, ExternalName, bad addresses) are
-// skipped and named in Ruleset.Skipped.
+// cannot program (headless, ExternalName, bad addresses or ports) are
+// skipped and named in Ruleset.Skipped; a Service with no cluster IP of the
+// input's family belongs to the other family's table and is left out.
 func Build(in Input) *Ruleset {
 	return new(Builder).Build(in)
 }
@@ -53,8 +57,10 @@ func Build(in Input) *Ruleset {
 // Builder builds rulesets as Build does, reusing the rules of each Service
 // whose Service and EndpointSlice objects are the same pointers as at its
 // previous Build: informer caches replace objects, never modify them, so
-// a sync after one change rebuilds one Service. Not safe for concurrent use.
+// a sync after one change rebuilds one Service. Use one Builder per family.
+// Not safe for concurrent use.
 type Builder struct {
+	family  Family
 	memo    map[string]memoEntry
 	hairpin refSet // the endpoint addresses of the parts in memo
 }
@@ -125,9 +131,17 @@ type servicePart struct {
 
 // Build computes the desired ruleset (see the function Build).
 func (b *Builder) Build(in Input) *Ruleset {
+	if b.memo != nil && b.family != in.Family {
+		*b = Builder{} // another family: nothing to reuse
+	}
+	b.family = in.Family
+	addrType := discoveryv1.AddressTypeIPv4
+	if in.Family == IPv6 {
+		addrType = discoveryv1.AddressTypeIPv6
+	}
 	slicesBySvc := make(map[string][]*discoveryv1.EndpointSlice, len(in.EndpointSlices))
 	for _, s := range in.EndpointSlices {
-		if s == nil || s.AddressType != discoveryv1.AddressTypeIPv4 {
+		if s == nil || s.AddressType != addrType {
 			continue
 		}
 		name := s.Labels[discoveryv1.LabelServiceName]
@@ -153,7 +167,8 @@ func (b *Builder) Build(in Input) *Ruleset {
 	memo := make(map[string]memoEntry, len(svcs))
 	parts := make([]*servicePart, 0, len(svcs))
 	var came, gone [][]netip.Addr
-	nChains, nSets := len(baseChains()), 0
+	base := baseChains(in.Family)
+	nChains, nSets := len(base), 0
 	var nIPs, nPorts, nNoIPs, nNoPorts int
 	for _, it := range svcs {
 		id, svc := it.id, it.svc
@@ -167,7 +182,7 @@ func (b *Builder) Build(in Input) *Ruleset {
 			if ok {
 				gone = append(gone, e.part.hairpin)
 			}
-			e = memoEntry{svc: svc, slices: ss, part: buildService(svc, ss)}
+			e = memoEntry{svc: svc, slices: ss, part: buildService(in.Family, svc, ss)}
 			came = append(came, e.part.hairpin)
 		}
 		memo[id] = e
@@ -185,8 +200,8 @@ func (b *Builder) Build(in Input) *Ruleset {
 	b.memo = memo
 	b.hairpin.update(came, gone)
 
-	rs := &Ruleset{Chains: make([]Chain, 0, nChains), Sets: make([]Set, 0, nSets), Hairpin: b.hairpin.sorted}
-	rs.Chains = append(rs.Chains, baseChains()...)
+	rs := &Ruleset{Family: in.Family, Chains: make([]Chain, 0, nChains), Sets: make([]Set, 0, nSets), Hairpin: b.hairpin.sorted}
+	rs.Chains = append(rs.Chains, base...)
 	svcIPs, nodePorts := make([]Element, 0, nIPs), make([]Element, 0, nPorts)
 	noEpIPs, noEpPorts := make([]Element, 0, nNoIPs), make([]Element, 0, nNoPorts)
 	for _, p := range parts {
@@ -206,16 +221,17 @@ func (b *Builder) Build(in Input) *Ruleset {
 }
 
 // buildService computes one Service's chains, sets and map elements.
-func buildService(svc *corev1.Service, ss []*discoveryv1.EndpointSlice) *servicePart {
+func buildService(family Family, svc *corev1.Service, ss []*discoveryv1.EndpointSlice) *servicePart {
 	p := &servicePart{}
 	id := svc.Namespace + "/" + svc.Name
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Labels["service.kubernetes.io/service-proxy-name"] != "" {
 		return p
 	}
-	ip, ok := clusterIPv4(svc)
+	ip, ok, any := clusterIP(family, svc)
 	if !ok {
-		if svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != "" {
-			p.skipped = append(p.skipped, fmt.Sprintf("service %s: no IPv4 cluster IP in %q", id, svc.Spec.ClusterIP))
+		// Reported once, by the IPv4 table's build.
+		if !any && family == IPv4 && svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != "" {
+			p.skipped = append(p.skipped, fmt.Sprintf("service %s: no usable cluster IP in %q", id, svc.Spec.ClusterIP))
 		}
 		return p
 	}
@@ -233,7 +249,7 @@ func buildService(svc *corev1.Service, ss []*discoveryv1.EndpointSlice) *service
 			continue
 		}
 		spn := id + "/" + proto.String() + "/" + portName(sp)
-		eps := readyEndpoints(ss, sp)
+		eps := readyEndpoints(family, ss, sp)
 		nodePort := sp.NodePort > 0 && sp.NodePort <= 65535 && svc.Spec.Type != corev1.ServiceTypeClusterIP
 		if len(eps) == 0 {
 			p.noEpIPs = append(p.noEpIPs, Element{Addr: ip, Proto: proto, Port: uint16(sp.Port), Goto: ChainReject})
@@ -247,7 +263,8 @@ func buildService(svc *corev1.Service, ss []*discoveryv1.EndpointSlice) *service
 		sets := make([]string, len(eps))
 		if affinity > 0 {
 			for i, ep := range eps {
-				sets[i] = "affinity-" + h + "-" + spn + "__" + ep.addr.String() + "/" + strconv.Itoa(int(ep.port))
+				// nft names cannot hold ':', so IPv6 addresses are written with '.'.
+				sets[i] = "affinity-" + h + "-" + spn + "__" + strings.ReplaceAll(ep.addr.String(), ":", ".") + "/" + strconv.Itoa(int(ep.port))
 				p.sets = append(p.sets, Set{Name: sets[i], Timeout: affinity})
 				svcChain.Rules = append(svcChain.Rules, StickyEndpoint{Set: sets[i], Proto: proto, Addr: ep.addr, Port: ep.port})
 			}
@@ -272,31 +289,38 @@ func buildService(svc *corev1.Service, ss []*discoveryv1.EndpointSlice) *service
 }
 
 // baseChains are the hooks and the fixed regular chains.
-func baseChains() []Chain {
+func baseChains(f Family) []Chain {
 	return []Chain{
 		{Name: "nat-prerouting", Hook: &Hook{Type: "nat", Hook: "prerouting", Priority: -100}, Rules: []Rule{Jump{Chain: ChainServices}}},
 		{Name: "nat-output", Hook: &Hook{Type: "nat", Hook: "output", Priority: -100}, Rules: []Rule{Jump{Chain: ChainServices}}},
-		{Name: "nat-postrouting", Hook: &Hook{Type: "nat", Hook: "postrouting", Priority: 100}, Rules: []Rule{MasqueradeMarked{}, MasqueradeHairpin{Set: SetHairpin}}},
+		{Name: "nat-postrouting", Hook: &Hook{Type: "nat", Hook: "postrouting", Priority: 100}, Rules: []Rule{MasqueradeMarked{}, MasqueradeHairpin{Set: SetHairpin, Family: f}}},
 		{Name: "filter-input", Hook: &Hook{Type: "filter", Hook: "input", Priority: -10}, Rules: []Rule{CTNewJump{Chain: ChainEndpointsCheck}}},
 		{Name: "filter-forward", Hook: &Hook{Type: "filter", Hook: "forward", Priority: -10}, Rules: []Rule{CTNewJump{Chain: ChainEndpointsCheck}}},
 		{Name: "filter-output", Hook: &Hook{Type: "filter", Hook: "output", Priority: -10}, Rules: []Rule{CTNewJump{Chain: ChainEndpointsCheck}}},
-		{Name: ChainEndpointsCheck, Rules: []Rule{DispatchAddrPort{Map: MapNoEndpointServices}, DispatchLocalPort{Map: MapNoEndpointNodePorts}}},
+		{Name: ChainEndpointsCheck, Rules: []Rule{DispatchAddrPort{Map: MapNoEndpointServices, Family: f}, DispatchLocalPort{Map: MapNoEndpointNodePorts}}},
 		{Name: ChainReject, Rules: []Rule{Reject{}}},
-		{Name: ChainServices, Rules: []Rule{DispatchAddrPort{Map: MapServiceIPs}, DispatchLocalPort{Map: MapServiceNodePorts}}},
+		{Name: ChainServices, Rules: []Rule{DispatchAddrPort{Map: MapServiceIPs, Family: f}, DispatchLocalPort{Map: MapServiceNodePorts}}},
 	}
 }
 
-func clusterIPv4(svc *corev1.Service) (netip.Addr, bool) {
+// clusterIP returns the Service's cluster IP of the family; any says
+// whether it has a usable cluster IP of some family at all.
+func clusterIP(f Family, svc *corev1.Service) (ip netip.Addr, ok, any bool) {
 	ips := svc.Spec.ClusterIPs
 	if len(ips) == 0 {
 		ips = []string{svc.Spec.ClusterIP}
 	}
 	for _, s := range ips {
-		if a, err := netip.ParseAddr(s); err == nil && a.Is4() && !a.IsUnspecified() {
-			return a, true
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.IsUnspecified() || a.Zone() != "" {
+			continue
+		}
+		any = true
+		if f.Is(a) {
+			return a, true, true
 		}
 	}
-	return netip.Addr{}, false
+	return netip.Addr{}, false, any
 }
 
 func protocol(p corev1.Protocol) (Proto, bool) {
@@ -318,9 +342,9 @@ func portName(sp corev1.ServicePort) string {
 	return "p" + strconv.Itoa(int(sp.Port))
 }
 
-// readyEndpoints returns the ready, not terminating endpoints serving sp,
-// deduplicated and sorted.
-func readyEndpoints(ss []*discoveryv1.EndpointSlice, sp corev1.ServicePort) []endpoint {
+// readyEndpoints returns the ready, not terminating endpoints serving sp
+// with addresses of the family, deduplicated and sorted.
+func readyEndpoints(f Family, ss []*discoveryv1.EndpointSlice, sp corev1.ServicePort) []endpoint {
 	want := sp.Protocol
 	if want == "" {
 		want = corev1.ProtocolTCP
@@ -353,7 +377,7 @@ func readyEndpoints(ss []*discoveryv1.EndpointSlice, sp corev1.ServicePort) []en
 				continue
 			}
 			for _, a := range e.Addresses {
-				if ip, err := netip.ParseAddr(a); err == nil && ip.Is4() {
+				if ip, err := netip.ParseAddr(a); err == nil && f.Is(ip) && ip.Zone() == "" {
 					out = append(out, endpoint{addr: ip, port: uint16(port)})
 				}
 			}

@@ -52,6 +52,14 @@ func TestBuildGolden(t *testing.T) {
 	affinity.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 	timeout := int32(60)
 	affinity.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &timeout}}
+	v6 := func(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+		s.AddressType = discoveryv1.AddressTypeIPv6
+		return s
+	}
+	dual := svc("default", "dual", "ClusterIP", "10.96.0.50", port("", 80, 0, corev1.ProtocolTCP))
+	dual.Spec.ClusterIPs = []string{"10.96.0.50", "fd00:10:96::32"}
+	sticky6 := svc("default", "sticky6", "NodePort", "fd00:10:96::a", port("http", 80, 30090, corev1.ProtocolTCP))
+	sticky6.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 	tests := []struct {
 		name string
 		in   Input
@@ -84,8 +92,18 @@ func TestBuildGolden(t *testing.T) {
 				slice("shop", "api", "api-b", map[string]int32{"http": 8080, "https": 8443}, ep{"10.244.2.5", true}, ep{"10.244.1.5", true}),
 			},
 		}},
+		{"ipv6", Input{
+			Family:   IPv6,
+			Services: []*corev1.Service{dual, sticky6, svc("default", "v4only", "ClusterIP", "10.96.0.51", port("", 80, 0, corev1.ProtocolTCP))},
+			EndpointSlices: []*discoveryv1.EndpointSlice{
+				v6(slice("default", "dual", "dual-v6", map[string]int32{"": 8080}, ep{"fd00:10:244:1::2", true}, ep{"fd00:10:244:2::2", true})),
+				slice("default", "dual", "dual-v4", map[string]int32{"": 8080}, ep{"10.244.1.2", true}),
+				v6(slice("default", "sticky6", "sticky6-a", map[string]int32{"http": 8080}, ep{"fd00:10:244:1::3", true})),
+			},
+		}},
 		{"skipped", Input{
 			Services: []*corev1.Service{
+				svc("default", "badip", "ClusterIP", "10.96.0.300", port("", 80, 0, corev1.ProtocolTCP)),
 				svc("default", "headless", "ClusterIP", "None", port("", 80, 0, corev1.ProtocolTCP)),
 				svc("default", "v6", "ClusterIP", "fd00::1", port("", 80, 0, corev1.ProtocolTCP)),
 				svc("default", "badport", "ClusterIP", "10.96.0.40", port("", 80, 0, "ICMP")),

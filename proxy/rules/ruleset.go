@@ -11,8 +11,53 @@ import (
 	"time"
 )
 
-// Table is the name of the proxy's table in the ip family.
+// Table is the name of the proxy's table, in the ip family for IPv4 and in
+// the ip6 family for IPv6.
 const Table = "kubebus"
+
+// Family is an IP family; the proxy keeps one table per family.
+type Family uint8
+
+// The families.
+const (
+	IPv4 Family = iota
+	IPv6
+)
+
+// String is the family's nft name: "ip" or "ip6".
+func (f Family) String() string {
+	if f == IPv6 {
+		return "ip6"
+	}
+	return "ip"
+}
+
+// Is reports whether a is an address of the family.
+func (f Family) Is(a netip.Addr) bool {
+	if f == IPv6 {
+		return a.Is6() && !a.Is4In6()
+	}
+	return a.Is4()
+}
+
+func (f Family) addrType() string {
+	if f == IPv6 {
+		return "ipv6_addr"
+	}
+	return "ipv4_addr"
+}
+
+func familyOf(a netip.Addr) Family {
+	if a.Is6() {
+		return IPv6
+	}
+	return IPv4
+}
+
+// addrPort renders a DNAT target: a:p, or [a]:p for IPv6.
+func addrPort(a netip.Addr, p uint16) string {
+	return netip.AddrPortFrom(a, p).String()
+}
 
 // SetHairpin is the set of (address . address) pairs, one per endpoint
 // address, that MasqueradeHairpin looks packets up in.
@@ -21,8 +66,9 @@ const SetHairpin = "hairpin"
 // MasqueradeMark is the packet mark bit that asks postrouting to masquerade.
 const MasqueradeMark = 0x4000
 
-// Ruleset is the whole desired content of the proxy's table.
+// Ruleset is the whole desired content of the proxy's table of one family.
 type Ruleset struct {
+	Family Family
 	// Chains in a stable order: the fixed chains first, then each Service's
 	// (Services by "namespace/name").
 	Chains []Chain
@@ -52,7 +98,7 @@ type Chain struct {
 	Rules []Rule
 }
 
-// Set is a dynamic set of IPv4 source addresses whose elements expire.
+// Set is a dynamic set of source addresses whose elements expire.
 type Set struct {
 	Name    string
 	Timeout time.Duration
@@ -62,7 +108,7 @@ type Set struct {
 type KeyKind int
 
 const (
-	// KeyAddrProtoPort: ipv4_addr . inet_proto . inet_service.
+	// KeyAddrProtoPort: address (of the table's family) . inet_proto . inet_service.
 	KeyAddrProtoPort KeyKind = iota
 	// KeyProtoPort: inet_proto . inet_service.
 	KeyProtoPort
@@ -121,8 +167,12 @@ type Goto struct{ Chain string }
 // CTNewJump: ct state new jump Chain.
 type CTNewJump struct{ Chain string }
 
-// DispatchAddrPort: ip daddr . meta l4proto . th dport vmap @Map.
-type DispatchAddrPort struct{ Map string }
+// DispatchAddrPort: ip daddr . meta l4proto . th dport vmap @Map (ip6
+// daddr in the IPv6 table).
+type DispatchAddrPort struct {
+	Map    string
+	Family Family
+}
 
 // DispatchLocalPort: fib daddr type local meta l4proto . th dport vmap @Map.
 type DispatchLocalPort struct{ Map string }
@@ -168,12 +218,17 @@ type StickyEndpoint struct {
 // the same address of the set: a pod that reached itself through its
 // Service would otherwise get the reply from its own address, not the
 // Service's.
-type MasqueradeHairpin struct{ Set string }
+type MasqueradeHairpin struct {
+	Set    string
+	Family Family
+}
 
-func (r Jump) String() string             { return "jump " + r.Chain }
-func (r Goto) String() string             { return "goto " + r.Chain }
-func (r CTNewJump) String() string        { return "ct state new jump " + r.Chain }
-func (r DispatchAddrPort) String() string { return "ip daddr . meta l4proto . th dport vmap @" + r.Map }
+func (r Jump) String() string      { return "jump " + r.Chain }
+func (r Goto) String() string      { return "goto " + r.Chain }
+func (r CTNewJump) String() string { return "ct state new jump " + r.Chain }
+func (r DispatchAddrPort) String() string {
+	return r.Family.String() + " daddr . meta l4proto . th dport vmap @" + r.Map
+}
 func (r DispatchLocalPort) String() string {
 	return "fib daddr type local meta l4proto . th dport vmap @" + r.Map
 }
@@ -191,15 +246,18 @@ func (r PickEndpoint) String() string {
 	}
 	fmt.Fprintf(&b, "meta l4proto %s ", r.Proto)
 	if r.Affinity != "" {
-		b.WriteString("update @" + r.Affinity + " { ip saddr } ")
+		b.WriteString("update @" + r.Affinity + " { " + familyOf(r.Addr).String() + " saddr } ")
 	}
-	fmt.Fprintf(&b, "dnat to %s:%d", r.Addr, r.Port)
+	b.WriteString("dnat to " + addrPort(r.Addr, r.Port))
 	return b.String()
 }
 func (r StickyEndpoint) String() string {
-	return fmt.Sprintf("ip saddr @%s meta l4proto %s update @%s { ip saddr } dnat to %s:%d", r.Set, r.Proto, r.Set, r.Addr, r.Port)
+	f := familyOf(r.Addr)
+	return fmt.Sprintf("%s saddr @%s meta l4proto %s update @%s { %s saddr } dnat to %s", f, r.Set, r.Proto, r.Set, f, addrPort(r.Addr, r.Port))
 }
-func (r MasqueradeHairpin) String() string { return "ip saddr . ip daddr @" + r.Set + " masquerade" }
+func (r MasqueradeHairpin) String() string {
+	return r.Family.String() + " saddr . " + r.Family.String() + " daddr @" + r.Set + " masquerade"
+}
 
 func (Jump) isRule()              {}
 func (Goto) isRule()              {}
@@ -216,9 +274,10 @@ func (MasqueradeHairpin) isRule() {}
 // Render writes the ruleset as `nft -f` input for the table.
 func (rs *Ruleset) Render() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "table ip %s {\n", Table)
+	at := rs.Family.addrType()
+	fmt.Fprintf(&b, "table %s %s {\n", rs.Family, Table)
 	for _, m := range rs.Maps {
-		key := "ipv4_addr . inet_proto . inet_service"
+		key := at + " . inet_proto . inet_service"
 		if m.Key == KeyProtoPort {
 			key = "inet_proto . inet_service"
 		}
@@ -236,7 +295,7 @@ func (rs *Ruleset) Render() string {
 		}
 		b.WriteString("\t}\n")
 	}
-	fmt.Fprintf(&b, "\tset %s {\n\t\ttype ipv4_addr . ipv4_addr\n", SetHairpin)
+	fmt.Fprintf(&b, "\tset %s {\n\t\ttype %s . %s\n", SetHairpin, at, at)
 	if len(rs.Hairpin) > 0 {
 		b.WriteString("\t\telements = {\n")
 		for _, a := range rs.Hairpin {
@@ -246,7 +305,7 @@ func (rs *Ruleset) Render() string {
 	}
 	b.WriteString("\t}\n")
 	for _, s := range rs.Sets {
-		fmt.Fprintf(&b, "\tset %s {\n\t\ttype ipv4_addr\n\t\tflags dynamic,timeout\n\t\ttimeout %ds\n\t}\n", s.Name, int64(s.Timeout/time.Second))
+		fmt.Fprintf(&b, "\tset %s {\n\t\ttype %s\n\t\tflags dynamic,timeout\n\t\ttimeout %ds\n\t}\n", s.Name, at, int64(s.Timeout/time.Second))
 	}
 	for _, c := range rs.Chains {
 		fmt.Fprintf(&b, "\tchain %s {\n", c.Name)

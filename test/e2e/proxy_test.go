@@ -75,3 +75,49 @@ func TestIntegrationProxyProgramsFromBus(t *testing.T) {
 		return nil
 	})
 }
+
+// TestIntegrationProxyIPv6FromBus: on a cluster whose Service range is
+// IPv6, the proxy programs the Service into its ip6 table, and only there.
+func TestIntegrationProxyIPv6FromBus(t *testing.T) {
+	harness.SkipShort(t)
+	ns := harness.NodeNetNS(t)
+	s := harness.StartServer(t, "", "--disable-controller-manager", "--service-cluster-ip-range", "fd00:10:96::/112")
+	cs := s.Clientset(t)
+	ctx := context.Background()
+	harness.StartProcess(t, "proxy", "--nats-url", s.BusURL(t), "--node-netns", ns, "--hostname-override", "proxy-e2e6", "--metrics-bind-address", "")
+	svc, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web6"}, Spec: corev1.ServiceSpec{
+		Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(svc.Spec.ClusterIP, ":") {
+		t.Fatalf("the Service got cluster IP %q, want one from the IPv6 range", svc.Spec.ClusterIP)
+	}
+	ready, port, name, proto := true, int32(8080), "http", corev1.ProtocolTCP
+	if _, err := cs.DiscoveryV1().EndpointSlices("default").Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "web6-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web6"}},
+		AddressType: discoveryv1.AddressTypeIPv6,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"fd00:10:244:9::7"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	list := func(family string) string {
+		out, err := exec.Command("ip", "netns", "exec", filepath.Base(ns), "nft", "list", "table", family, "kubebus").CombinedOutput()
+		if err != nil {
+			return "error: " + err.Error() + ": " + string(out)
+		}
+		return string(out)
+	}
+	harness.Eventually(t, 30*time.Second, func() error {
+		out := list("ip6")
+		if !strings.Contains(out, svc.Spec.ClusterIP+" . tcp . 80") || !strings.Contains(out, "[fd00:10:244:9::7]:8080") {
+			return fmt.Errorf("the ip6 table lacks the Service or its endpoint:\n%s", out)
+		}
+		return nil
+	})
+	if out := list("ip"); strings.Contains(out, svc.Spec.ClusterIP) || strings.Contains(out, "fd00:10:244:9::7") {
+		t.Errorf("the IPv6 Service is in the ip table too:\n%s", out)
+	}
+}

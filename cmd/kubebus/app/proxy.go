@@ -1,8 +1,10 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 
@@ -13,23 +15,25 @@ import (
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/proxy"
 	"github.com/kubebus/kubebus/proxy/nft"
+	"github.com/kubebus/kubebus/proxy/rules"
 )
 
 func newProxyCmd(g *globals) *cobra.Command {
 	var (
-		cfg         proxy.Config
-		natsURL     string
-		cleanup     bool
-		metricsAddr string
-		netnsPath   string
+		cfg           proxy.Config
+		natsURL       string
+		cleanup, ipv6 bool
+		metricsAddr   string
+		netnsPath     string
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Run the node proxy: program Services into nftables",
 		Long: `Run the node proxy. It reads Services and EndpointSlices from the bus (NATS
-JetStream) and programs the node's nftables table "kubebus" (family ip) so
-that Service addresses and node ports reach ready endpoints. It carries no
-traffic itself. With --cleanup it deletes the table and exits.`,
+JetStream) and programs the node's nftables tables "kubebus" (family ip, and
+family ip6 for IPv6 Services unless --ipv6=false) so that Service addresses
+and node ports reach ready endpoints. It carries no traffic itself. With
+--cleanup it deletes the tables and exits.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, log := cmd.Context(), g.logger()
 			var ncfg nft.Config
@@ -59,6 +63,7 @@ traffic itself. With --cleanup it deletes the table and exits.`,
 			}
 			reg := prometheus.NewRegistry()
 			cfg.JetStream, cfg.Applier, cfg.Logger, cfg.Metrics = js, a, log.With("component", "proxy"), reg
+			cfg.Families = proxyFamilies(ctx, a, ipv6, cfg.Logger)
 			if metricsAddr != "" {
 				srv := &http.Server{Addr: metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 				go func() {
@@ -77,7 +82,21 @@ traffic itself. With --cleanup it deletes the table and exits.`,
 	f.DurationVar(&cfg.MinSyncPeriod, "min-sync-period", proxy.DefaultMinSyncPeriod, "least time between two syncs of the rules")
 	f.DurationVar(&cfg.SyncPeriod, "sync-period", proxy.DefaultSyncPeriod, "how often the rules are rebuilt without a change")
 	f.StringVar(&netnsPath, "node-netns", "", "program the nftables of this network namespace (e.g. the kubelet's --node-netns) instead of the proxy's own")
-	f.BoolVar(&cleanup, "cleanup", false, "delete the proxy's nftables table and exit")
+	f.BoolVar(&cleanup, "cleanup", false, "delete the proxy's nftables tables and exit")
+	f.BoolVar(&ipv6, "ipv6", true, "also program IPv6 Services (table ip6 kubebus) when the kernel can")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:10249", "address of /metrics (empty: none)")
 	return cmd
+}
+
+// proxyFamilies returns the IP families the proxy programs: IPv4, and IPv6
+// when wanted and the kernel takes the (still empty) ip6 table.
+func proxyFamilies(ctx context.Context, a *nft.Applier, ipv6 bool, log *slog.Logger) []rules.Family {
+	if !ipv6 {
+		return []rules.Family{rules.IPv4}
+	}
+	if err := a.Apply(ctx, rules.Build(rules.Input{Family: rules.IPv6})); err != nil {
+		log.Warn("IPv6 Services will not be programmed: the ip6 table could not be written", "err", err)
+		return []rules.Family{rules.IPv4}
+	}
+	return []rules.Family{rules.IPv4, rules.IPv6}
 }

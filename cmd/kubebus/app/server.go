@@ -214,5 +214,6 @@ func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, o node
 		return err
 	}
 	defer nc.Close()
-	return proxy.Run(ctx, proxy.Config{JetStream: js, Instance: name, Applier: a, Logger: log.With("component", "proxy")})
+	plog := log.With("component", "proxy")
+	return proxy.Run(ctx, proxy.Config{JetStream: js, Instance: name, Applier: a, Logger: plog, Families: proxyFamilies(ctx, a, true, plog)})
 }
