@@ -75,17 +75,17 @@ func (e *env) catchUp() {
 	e.api.mu.Unlock()
 	for _, d := range deps {
 		if cur, ok := e.deps.Get(d.Namespace, d.Name); !ok || cur.ResourceVersion != d.ResourceVersion {
-			e.deps.set(d)
+			e.deps.Set(d)
 		}
 	}
 	for _, rs := range rss {
 		if cur, ok := e.rsets.Get(rs.Namespace, rs.Name); !ok || cur.ResourceVersion != rs.ResourceVersion {
-			e.rsets.set(rs)
+			e.rsets.Set(rs)
 		}
 	}
 	for _, rs := range e.rsets.ListNamespace("ns") {
 		if _, ok := rss[keyOfObj(rs)]; !ok {
-			e.rsets.remove(rs)
+			e.rsets.Remove(rs)
 		}
 	}
 }
@@ -166,7 +166,7 @@ func TestSyncCreatesTheFirstReplicaSet(t *testing.T) {
 	// The cache shows the Deployment's new revision but not yet the new
 	// ReplicaSet: the next sync finds it by name and does not create another.
 	e.writes()
-	e.deps.set(e.deployment())
+	e.deps.Set(e.deployment())
 	e.mustSync(t)
 	if n := len(e.replicaSets()); n != 1 {
 		t.Fatalf("%d replicasets", n)
@@ -315,7 +315,7 @@ func TestRecreateWaitsForOldPods(t *testing.T) {
 	e := newEnv(t, d, old)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-uid",
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(old, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}}}
-	e.pods.set(pod)
+	e.pods.Set(pod)
 	e.mustSync(t)
 	if rss := e.replicaSets(); len(rss) != 1 || *rss[0].Spec.Replicas != 0 {
 		t.Fatalf("old replicaset not scaled down first: %v", rss)
@@ -327,7 +327,7 @@ func TestRecreateWaitsForOldPods(t *testing.T) {
 	if n := len(e.replicaSets()); n != 1 {
 		t.Fatalf("new replicaset created while an old pod runs")
 	}
-	e.pods.remove(pod)
+	e.pods.Remove(pod)
 	e.catchUp()
 	e.mustSync(t)
 	newRS, _ := splitReplicaSets(e.deployment(), e.replicaSets())
@@ -422,32 +422,32 @@ func TestHandlersEnqueue(t *testing.T) {
 		want []string
 	}{
 		{"owned replicaset added", func(rsets *fakeInformer[*appsv1.ReplicaSet], _ *fakeInformer[*corev1.Pod]) {
-			rsets.set(mkRS(web, "rs", "img:1", "1", 3))
+			rsets.Set(mkRS(web, "rs", "img:1", "1", 3))
 		}, []string{"ns/web"}},
 		{"orphan added: every selecting deployment", func(rsets *fakeInformer[*appsv1.ReplicaSet], _ *fakeInformer[*corev1.Pod]) {
-			rsets.set(mkRS(web, "rs", "img:1", "1", 3, orphan))
+			rsets.Set(mkRS(web, "rs", "img:1", "1", 3, orphan))
 		}, []string{"ns/other", "ns/web"}},
 		{"owner changed: both", func(rsets *fakeInformer[*appsv1.ReplicaSet], _ *fakeInformer[*corev1.Pod]) {
 			rs := mkRS(web, "rs", "img:1", "1", 3)
-			rsets.objs[keyOfObj(rs)] = rs
+			rsets.Put(rs)
 			moved := mkRS(other, "rs", "img:1", "1", 3)
 			moved.ResourceVersion = "2"
-			rsets.set(moved)
+			rsets.Set(moved)
 		}, []string{"ns/other", "ns/web"}},
 		{"deleted", func(rsets *fakeInformer[*appsv1.ReplicaSet], _ *fakeInformer[*corev1.Pod]) {
 			rs := mkRS(web, "rs", "img:1", "1", 3)
-			rsets.objs[keyOfObj(rs)] = rs
-			rsets.remove(rs)
+			rsets.Put(rs)
+			rsets.Remove(rs)
 		}, []string{"ns/web"}},
 		{"pod of a Recreate deployment deleted", func(rsets *fakeInformer[*appsv1.ReplicaSet], pods *fakeInformer[*corev1.Pod]) {
 			rs := mkRS(rcreate, "rs", "img:1", "1", 3)
-			rsets.objs[keyOfObj(rs)] = rs
-			pods.remove(podOf(rs))
+			rsets.Put(rs)
+			pods.Remove(podOf(rs))
 		}, []string{"ns/rc"}},
 		{"pod of a RollingUpdate deployment deleted", func(rsets *fakeInformer[*appsv1.ReplicaSet], pods *fakeInformer[*corev1.Pod]) {
 			rs := mkRS(web, "rs", "img:1", "1", 3)
-			rsets.objs[keyOfObj(rs)] = rs
-			pods.remove(podOf(rs))
+			rsets.Put(rs)
+			pods.Remove(podOf(rs))
 		}, nil},
 	}
 	for _, tt := range tests {

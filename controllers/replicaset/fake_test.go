@@ -9,108 +9,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubebus/kubebus/bus/informer"
-	"github.com/kubebus/kubebus/controllers/cache"
+	"github.com/kubebus/kubebus/controllers/controllertest"
 )
 
-// fakeInformer is an in-memory cache with the informer's read API and
-// handlers; set and remove play the bus events.
-type fakeInformer[T runtime.Object] struct {
-	mu       sync.Mutex
-	objs     map[string]T
-	handlers []informer.Handler[T]
-}
+// fakeInformer is controllertest's in-memory informer.
+type fakeInformer[T runtime.Object] = controllertest.Informer[T]
 
 func newFakeInformer[T runtime.Object](objs ...T) *fakeInformer[T] {
-	f := &fakeInformer[T]{objs: map[string]T{}}
-	for _, o := range objs {
-		f.objs[keyOfObj(o)] = o
-	}
-	return f
+	return controllertest.NewInformer(objs...)
 }
 
-func metaOf(o any) metav1.Object { return o.(metav1.Object) }
+func metaOf(o any) metav1.Object { return controllertest.Meta(o) }
 
-func keyOfObj(o any) string { m := metaOf(o); return m.GetNamespace() + "/" + m.GetName() }
-
-func (f *fakeInformer[T]) Get(namespace, name string) (T, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	o, ok := f.objs[namespace+"/"+name]
-	return o, ok
-}
-
-func (f *fakeInformer[T]) filter(keep func(metav1.Object) bool) []T {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []T
-	for _, o := range f.objs {
-		if keep(metaOf(o)) {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-func (f *fakeInformer[T]) ListNamespace(ns string) []T {
-	return f.filter(func(m metav1.Object) bool { return m.GetNamespace() == ns })
-}
-
-func (f *fakeInformer[T]) ByLabels(sel labels.Selector) []T {
-	return f.filter(func(m metav1.Object) bool { return sel.Matches(labels.Set(m.GetLabels())) })
-}
-
-func (f *fakeInformer[T]) ByIndex(index, value string) []T {
-	switch index {
-	case cache.ByOwnerUID:
-	case cache.ByOrphanNamespace:
-		return f.filter(func(m metav1.Object) bool {
-			return m.GetNamespace() == value && metav1.GetControllerOfNoCopy(m) == nil
-		})
-	default:
-		panic("fake informer: unknown index " + index)
-	}
-	return f.filter(func(m metav1.Object) bool {
-		for _, r := range m.GetOwnerReferences() {
-			if string(r.UID) == value {
-				return true
-			}
-		}
-		return false
-	})
-}
-
-func (f *fakeInformer[T]) AddHandler(h informer.Handler[T]) { f.handlers = append(f.handlers, h) }
-
-// set adds or replaces an object and tells the handlers.
-func (f *fakeInformer[T]) set(o T) {
-	f.mu.Lock()
-	old, had := f.objs[keyOfObj(o)]
-	f.objs[keyOfObj(o)] = o
-	f.mu.Unlock()
-	for _, h := range f.handlers {
-		if had {
-			h.OnUpdate(old, o)
-		} else {
-			h.OnAdd(o)
-		}
-	}
-}
-
-// remove deletes an object and tells the handlers.
-func (f *fakeInformer[T]) remove(o T) {
-	f.mu.Lock()
-	delete(f.objs, keyOfObj(o))
-	f.mu.Unlock()
-	for _, h := range f.handlers {
-		h.OnDelete(o)
-	}
-}
+func keyOfObj(o any) string { return controllertest.Key(o) }
 
 // fakePods records the pod writes; failCreate, when set, decides per
 // creation (counted from 1) whether it fails.

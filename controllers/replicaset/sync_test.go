@@ -99,7 +99,7 @@ func (e *env) observe(n int) {
 			return
 		}
 		if _, ok := e.pods.Get(p.Namespace, p.Name); !ok {
-			e.pods.set(p)
+			e.pods.Set(p)
 			n--
 		}
 	}
@@ -204,12 +204,12 @@ func TestSyncScaleDownDeletesLeastValuable(t *testing.T) {
 		t.Errorf("status after deleting %+v", st)
 	}
 	// Until the deletions show in the cache nothing more happens.
-	e.pods.remove(pods[2])
+	e.pods.Remove(pods[2])
 	e.mustSync(t, rs)
 	if len(e.podW.deleted) != 2 || len(e.podW.created) != 0 {
 		t.Fatalf("deleted %v created %d", e.podW.deleted, len(e.podW.created))
 	}
-	e.pods.remove(pods[3])
+	e.pods.Remove(pods[3])
 	e.mustSync(t, rs)
 	if len(e.podW.deleted) != 2 || len(e.podW.created) != 0 {
 		t.Fatalf("deleted %v created %d", e.podW.deleted, len(e.podW.created))
@@ -312,36 +312,36 @@ func TestPodHandlersEnqueue(t *testing.T) {
 		play func(e *env)
 		want []string
 	}{
-		{"controlled pod added", func(e *env) { e.pods.set(mkPod("p", labelled("app", "web"), ownedBy(web))) }, []string{"ns/web"}},
-		{"orphan added: every selecting replicaset", func(e *env) { e.pods.set(mkPod("p", labelled("app", "web"))) }, []string{"ns/web", "ns/web2"}},
-		{"pod of an unknown owner", func(e *env) { e.pods.set(mkPod("p", labelled("app", "web"), ownedBy(ghost))) }, nil},
+		{"controlled pod added", func(e *env) { e.pods.Set(mkPod("p", labelled("app", "web"), ownedBy(web))) }, []string{"ns/web"}},
+		{"orphan added: every selecting replicaset", func(e *env) { e.pods.Set(mkPod("p", labelled("app", "web"))) }, []string{"ns/web", "ns/web2"}},
+		{"pod of an unknown owner", func(e *env) { e.pods.Set(mkPod("p", labelled("app", "web"), ownedBy(ghost))) }, nil},
 		{"relabelled controlled pod", func(e *env) {
 			p := mkPod("p", labelled("app", "web"), ownedBy(web))
-			e.pods.set(p)
+			e.pods.Set(p)
 			e.takeQueued()
 			q := p.DeepCopy()
 			q.Labels["app"], q.ResourceVersion = "db", "2"
-			e.pods.set(q)
+			e.pods.Set(q)
 		}, []string{"ns/web"}},
 		{"released pod: old owner and new selectors", func(e *env) {
 			p := mkPod("p", labelled("app", "db"), ownedBy(web))
-			e.pods.set(p)
+			e.pods.Set(p)
 			e.takeQueued()
 			q := p.DeepCopy()
 			q.OwnerReferences, q.ResourceVersion = nil, "2"
-			e.pods.set(q)
+			e.pods.Set(q)
 		}, []string{"ns/db", "ns/web"}},
 		{"same version: nothing", func(e *env) {
 			p := mkPod("p", labelled("app", "web"), ownedBy(web))
-			e.pods.set(p)
+			e.pods.Set(p)
 			e.takeQueued()
-			e.pods.set(p.DeepCopy())
+			e.pods.Set(p.DeepCopy())
 		}, nil},
 		{"deleted", func(e *env) {
 			p := mkPod("p", labelled("app", "web"), ownedBy(web))
-			e.pods.set(p)
+			e.pods.Set(p)
 			e.takeQueued()
-			e.pods.remove(p)
+			e.pods.Remove(p)
 		}, []string{"ns/web"}},
 	}
 	for _, tt := range tests {
@@ -369,7 +369,7 @@ func TestDeletionObservedThroughGracefulDelete(t *testing.T) {
 	// A pod on a node is deleted gracefully: it gets a deletionTimestamp first.
 	q := p.DeepCopy()
 	q.DeletionTimestamp, q.ResourceVersion = &metav1.Time{Time: t0}, "2"
-	e.pods.set(q)
+	e.pods.Set(q)
 	if !e.r.exp.satisfied("ns/web") {
 		t.Error("graceful deletion not taken as observed")
 	}
