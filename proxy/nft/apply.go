@@ -82,6 +82,30 @@ func (a *Applier) Apply(ctx context.Context, rs *rules.Ruleset) error {
 	return nil
 }
 
+// Supports reports (nil) whether the kernel takes the family's table with
+// nat chains, by adding and deleting a probe table in one transaction: the
+// proxy's own table, which may be serving traffic, is not touched.
+func (a *Applier) Supports(ctx context.Context, f rules.Family) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	probe := &nftables.Table{Name: rules.Table + "-probe", Family: a.tables[f].table.Family}
+	c := a.conn
+	c.AddTable(probe)
+	ch, err := chainOf(probe, rules.Chain{Name: "probe", Hook: &rules.Hook{Type: "nat", Hook: "prerouting", Priority: -100}})
+	if err != nil {
+		return err
+	}
+	c.AddChain(ch)
+	c.DelTable(probe)
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("nft: the %s family: %w", f, err)
+	}
+	return nil
+}
+
 // Cleanup deletes the tables of both families (and everything in them); a
 // missing table is not an error.
 func (a *Applier) Cleanup(ctx context.Context) error {

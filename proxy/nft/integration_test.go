@@ -273,6 +273,17 @@ func TestIntegrationIPv6(t *testing.T) {
 		t.Errorf("IPv6 ClusterIP with no endpoints: want connection refused, got %v", err)
 	}
 
+	// The family probe leaves the tables as they are.
+	before, _ := tb.node.Exec("nft", "list", "ruleset")
+	for _, f := range []rules.Family{rules.IPv4, rules.IPv6} {
+		if err := tb.applier.Supports(ctx, f); err != nil {
+			t.Errorf("Supports(%s): %v", f, err)
+		}
+	}
+	if after, _ := tb.node.Exec("nft", "list", "ruleset"); after != before {
+		t.Errorf("the family probe changed the ruleset:\n%s\nwas:\n%s", after, before)
+	}
+
 	if err := tb.applier.Cleanup(ctx); err != nil {
 		t.Fatal(err)
 	}

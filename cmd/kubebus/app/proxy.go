@@ -89,12 +89,12 @@ and node ports reach ready endpoints. It carries no traffic itself. With
 }
 
 // proxyFamilies returns the IP families the proxy programs: IPv4, and IPv6
-// when wanted and the kernel takes the (still empty) ip6 table.
+// when wanted and the kernel takes an ip6 table with nat chains.
 func proxyFamilies(ctx context.Context, a *nft.Applier, ipv6 bool, log *slog.Logger) []rules.Family {
 	if !ipv6 {
 		return []rules.Family{rules.IPv4}
 	}
-	if err := a.Apply(ctx, rules.Build(rules.Input{Family: rules.IPv6})); err != nil {
+	if err := a.Supports(ctx, rules.IPv6); err != nil {
 		log.Warn("IPv6 Services will not be programmed: the ip6 table could not be written", "err", err)
 		return []rules.Family{rules.IPv4}
 	}
