@@ -194,8 +194,8 @@ type MarkMasquerade struct{}
 // ..., 2) and one with Mod 0, which gives each endpoint the same chance.
 // (Upstream uses one anonymous verdict map per Service instead; the kernel
 // looks sets up linearly, so 10,000 of them in one transaction take
-// minutes, see docs.) With Affinity set, the client's address is added to
-// (or refreshed in) that set of the endpoint.
+// minutes, see docs/architecture.md.) With Affinity set, the client's
+// address is added to (or refreshed in) that set of the endpoint.
 type PickEndpoint struct {
 	Mod      uint32
 	Affinity string
