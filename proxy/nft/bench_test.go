@@ -56,6 +56,14 @@ func benchApplier(b *testing.B) *Applier {
 	return a
 }
 
+// moveEndpoint gives Service 5000's first endpoint the i-th new address,
+// replacing its EndpointSlice as an informer does.
+func moveEndpoint(in rules.Input, i int) {
+	c := in.EndpointSlices[5000].DeepCopy()
+	c.Endpoints[0].Addresses = []string{fmt.Sprintf("10.200.%d.%d", i/250%250, i%250+1)}
+	in.EndpointSlices[5000] = c
+}
+
 // BenchmarkFullSync is a full sync (build + replace the table) of n
 // Services with 5 endpoints each.
 func BenchmarkFullSync(b *testing.B) {
@@ -84,13 +92,10 @@ func BenchmarkOneServiceChange(b *testing.B) {
 	}
 	var builder rules.Builder
 	builder.Build(in)
-	s := in.EndpointSlices[5000]
 	i := 0
 	for b.Loop() {
 		i++
-		c := s.DeepCopy()
-		c.Endpoints[0].Addresses = []string{fmt.Sprintf("10.200.%d.%d", i/250%250, i%250+1)}
-		in.EndpointSlices[5000] = c
+		moveEndpoint(in, i)
 		if err := a.Apply(context.Background(), builder.Build(in)); err != nil {
 			b.Fatal(err)
 		}
@@ -137,13 +142,10 @@ func BenchmarkOneServiceChangeBuild(b *testing.B) {
 	in := cluster(10000)
 	var builder rules.Builder
 	builder.Build(in)
-	s := in.EndpointSlices[5000]
 	i := 0
 	for b.Loop() {
 		i++
-		c := s.DeepCopy()
-		c.Endpoints[0].Addresses = []string{fmt.Sprintf("10.200.%d.%d", i/250%250, i%250+1)}
-		in.EndpointSlices[5000] = c
+		moveEndpoint(in, i)
 		builder.Build(in)
 	}
 }

@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,7 +96,7 @@ func schedulerAPI(b *testing.B, nodes, pods int) {
 		rates = append(rates, float64(pods)/elapsed.Seconds())
 		createRates = append(createRates, float64(pods)/created.Seconds())
 		// Exactly one accepted binding per pod (the probe pod has one too).
-		if got := bindingsAccepted(b, s); got != pods+1 {
+		if got := int(s.APIRequests(b, `resource="pods"`, `subresource="binding"`, `code="201"`)); got != pods+1 {
 			b.Fatalf("the API server accepted %d bindings for %d pods", got, pods+1)
 		}
 		cancel()
@@ -229,32 +226,4 @@ func followBindings(events <-chan watch.Event, n int) bindResult {
 		}
 	}
 	return bindResult{err: fmt.Errorf("the watch ended with %d of %d pods bound", len(node), n)}
-}
-
-// bindingsAccepted reads how many pods/binding requests the API server
-// answered 201.
-func bindingsAccepted(b *testing.B, s *harness.Server) int {
-	b.Helper()
-	resp, err := s.HTTPClient(b).Get(s.URL + "/metrics")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var total float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="pods"`) ||
-			!strings.Contains(line, `subresource="binding"`) || !strings.Contains(line, `code="201"`) {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			b.Fatalf("bad metric line %q", line)
-		}
-		total += v
-	}
-	return int(total)
 }

@@ -227,8 +227,8 @@ func TestIntegrationControllerManagerRestartWithoutLists(t *testing.T) {
 	}
 	waitRS("before", 3)
 	kcm.Kill()
-	lists := requestCount(t, s, "list")
-	watches := requestCount(t, s, "watch")
+	lists := s.APIRequests(t, `verb="list"`)
+	watches := s.APIRequests(t, `verb="watch"`)
 	kcm.Start(t)
 	restarted := time.Now()
 	if _, err := cs.AppsV1().ReplicaSets("default").Create(ctx, replicaSet("after", 3), metav1.CreateOptions{}); err != nil {
@@ -245,10 +245,10 @@ func TestIntegrationControllerManagerRestartWithoutLists(t *testing.T) {
 	waitRS("after", 3)
 	t.Logf("restarted controller-manager: took the lease %v after start (the dead one's 4s lease had to expire), reconciled a new ReplicaSet %v after taking it",
 		leading.Sub(restarted), time.Since(leading))
-	if got := requestCount(t, s, "list"); got != lists {
+	if got := s.APIRequests(t, `verb="list"`); got != lists {
 		t.Fatalf("LIST requests went from %v to %v after the restart", lists, got)
 	}
-	if got := requestCount(t, s, "watch"); got != watches {
+	if got := s.APIRequests(t, `verb="watch"`); got != watches {
 		t.Fatalf("WATCH requests went from %v to %v after the restart", watches, got)
 	}
 }

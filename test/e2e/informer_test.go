@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,32 +17,6 @@ import (
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/test/harness"
 )
-
-// requestCount sums apiserver_request_total for a verb from /metrics.
-func requestCount(t *testing.T, s *harness.Server, verb string) float64 {
-	t.Helper()
-	resp, err := s.HTTPClient(t).Get(s.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var total float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `verb="`+verb+`"`) {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			t.Fatalf("bad metric line %q", line)
-		}
-		total += v
-	}
-	return total
-}
 
 // TestIntegrationInformerRebuildsWithoutLists: a consumer started after
 // 20,000 objects exist rebuilds its cache from the bus and reports synced
@@ -89,7 +60,7 @@ func TestIntegrationInformerRebuildsWithoutLists(t *testing.T) {
 	defer nc.Close()
 	// The publisher may still be writing the tail of the 20,000 creates:
 	// the informer must end up with all of them either way.
-	lists, watches := requestCount(t, s, "list"), requestCount(t, s, "watch")
+	lists, watches := s.APIRequests(t, `verb="list"`), s.APIRequests(t, `verb="watch"`)
 	inf, err := informer.New(informer.Config[*corev1.ConfigMap]{
 		JetStream: js, Component: "e2e-zero-list", Resource: "configmaps", Namespace: ns,
 		New:    func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
@@ -115,10 +86,10 @@ func TestIntegrationInformerRebuildsWithoutLists(t *testing.T) {
 		return nil
 	})
 	t.Logf("informer synced in %v and holds all %d objects", synced, total)
-	if got := requestCount(t, s, "list"); got != lists {
+	if got := s.APIRequests(t, `verb="list"`); got != lists {
 		t.Fatalf("LIST requests went from %v to %v while the informer rebuilt", lists, got)
 	}
-	if got := requestCount(t, s, "watch"); got != watches {
+	if got := s.APIRequests(t, `verb="watch"`); got != watches {
 		t.Fatalf("WATCH requests went from %v to %v while the informer rebuilt", watches, got)
 	}
 	got, ok := inf.Get(ns, "cm-12345")

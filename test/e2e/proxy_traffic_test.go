@@ -305,7 +305,13 @@ func TestIntegrationProxyRestartKeepsTraffic(t *testing.T) {
 	synced := time.Now()
 	after := pb.nft(t)
 	freshAtSync, keepAtSync := tr.freshOK.Load(), tr.keepOK.Load()
-	time.Sleep(2 * time.Second)
+	// Traffic goes on under the restarted proxy's rules for a while.
+	harness.Eventually(t, 30*time.Second, func() error {
+		if f, k := tr.freshOK.Load()-freshAtSync, tr.keepOK.Load()-keepAtSync; f < 20 || k < 5 {
+			return fmt.Errorf("%d new connections and %d keep-alive requests answered since the first sync", f, k)
+		}
+		return nil
+	})
 	stopTraffic()
 
 	t.Logf("restart: first sync %v after the kill; answered before kill / until first sync / after: new connections %d/%d/%d, keep-alive %d/%d/%d",

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,39 +141,6 @@ func (b *bindLog) bound() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.boundAt)
-}
-
-// apiRequests sums the API server's apiserver_request_total series whose
-// labels include every one in match.
-func apiRequests(t *testing.T, s *harness.Server, match ...string) float64 {
-	t.Helper()
-	resp, err := s.HTTPClient(t).Get(s.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var total float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-next:
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		for _, m := range match {
-			if !strings.Contains(line, m) {
-				continue next
-			}
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			t.Fatalf("bad metric line %q", line)
-		}
-		total += v
-	}
-	return total
 }
 
 // scheduledEvents counts Scheduled and rejected-binding events per pod UID
@@ -335,10 +300,10 @@ func TestIntegrationSchedulerHA(t *testing.T) {
 	t.Logf("%d pods bound after the takeover; pods per node: %v", len(afterTakeover), byNode)
 
 	// The API server accepted exactly one binding per pod.
-	if got := apiRequests(t, s, `resource="pods"`, `subresource="binding"`, `code="201"`); got != pods {
+	if got := s.APIRequests(t, `resource="pods"`, `subresource="binding"`, `code="201"`); got != pods {
 		t.Errorf("the API server accepted %v bindings, want exactly %d", got, pods)
 	}
-	t.Logf("bindings refused with 409: %v", apiRequests(t, s, `resource="pods"`, `subresource="binding"`, `code="409"`))
+	t.Logf("bindings refused with 409: %v", s.APIRequests(t, `resource="pods"`, `subresource="binding"`, `code="409"`))
 
 	// Events: never two Scheduled for one pod; the new leader's pods have
 	// exactly one (the dead leader may have died between a bind and its
