@@ -33,12 +33,13 @@ type inner struct {
 type sample struct {
 	metav1.TypeMeta `json:",inline"`
 	inner
-	Shadow int32                        `json:"shadow"`
-	Plain  string                       `json:"plain"`
-	Opt    *string                      `json:"opt,omitempty"`
-	Ptr    *int64                       `json:"ptr"`
-	Skip   string                       `json:"-"`
-	hidden string                       //nolint:unused // unexported fields are not encoded
+	Shadow int32   `json:"shadow"`
+	Plain  string  `json:"plain"`
+	Opt    *string `json:"opt,omitempty"`
+	Ptr    *int64  `json:"ptr"`
+	Skip   string  `json:"-"`
+	//lint:ignore U1000 unexported fields are not encoded: the test checks that.
+	hidden string
 	Bytes  []byte                       `json:"bytes,omitempty"`
 	Labels map[string]string            `json:"labels,omitempty"`
 	Leaves []leaf                       `json:"leaves,omitempty" patchStrategy:"merge" patchMergeKey:"name"`

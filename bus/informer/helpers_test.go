@@ -546,19 +546,6 @@ func (w *busWriter) junk(ctx context.Context, subject string, data func(rev int6
 	w.chains[chain] = w.rev
 }
 
-// gap publishes a GAP event as the publisher does after a reseed.
-func (w *busWriter) gap(ctx context.Context) {
-	w.t.Helper()
-	w.rev++
-	ev := bus.Event{Type: bus.Gap, Revision: w.rev, From: w.rev, To: w.rev}
-	if _, err := w.js.PublishMsg(ctx, eventMsg(bus.GapSubject, &ev, mustJSON(w.t, &ev), 0)); err != nil {
-		w.t.Fatal(err)
-	}
-	for c := range w.chains {
-		w.chains[c] = w.rev
-	}
-}
-
 // stubJS is a JetStream whose streams cannot be opened.
 type stubJS struct{ jetstream.JetStream }
 

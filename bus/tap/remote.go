@@ -71,7 +71,7 @@ func Handler(js jetstream.JetStream, log *slog.Logger) http.Handler {
 		flusher, _ := w.(http.Flusher)
 		enc := json.NewEncoder(w)
 		err = Tail(r.Context(), js, cfg, func(rec Record) error {
-			if err := enc.Encode(wireRecord{Seq: rec.Seq, Time: rec.Time, Event: rec.Event}); err != nil {
+			if err := enc.Encode(wireRecord(rec)); err != nil {
 				return err
 			}
 			if flusher != nil {
@@ -117,7 +117,7 @@ func RunRemote(ctx context.Context, client *http.Client, server string, f Flags,
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || rec.Event == nil {
 			return fmt.Errorf("the tap endpoint sent a line that is not a record: %q", truncate(sc.Text(), 200))
 		}
-		if err := p.Print(w, Record{Seq: rec.Seq, Time: rec.Time, Event: rec.Event}); err != nil {
+		if err := p.Print(w, Record(rec)); err != nil {
 			return err
 		}
 	}

@@ -25,8 +25,6 @@ func newFakeInformer[T runtime.Object](objs ...T) *fakeInformer[T] {
 	return controllertest.NewInformer(objs...)
 }
 
-func metaOf(o any) metav1.Object { return controllertest.Meta(o) }
-
 func keyOfObj(o any) string { return controllertest.Key(o) }
 
 // fakeAPI is the API server's view of ReplicaSets and Deployments, with

@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,8 +21,6 @@ type fakeInformer[T runtime.Object] = controllertest.Informer[T]
 func newFakeInformer[T runtime.Object](objs ...T) *fakeInformer[T] {
 	return controllertest.NewInformer(objs...)
 }
-
-func metaOf(o any) metav1.Object { return controllertest.Meta(o) }
 
 func keyOfObj(o any) string { return controllertest.Key(o) }
 

@@ -429,16 +429,3 @@ func (k *Kubelet) relist(ctx context.Context) {
 		}
 	}
 }
-
-// resync enqueues every desired pod (after a source changed wholesale).
-func (k *Kubelet) resync() {
-	k.mu.Lock()
-	uids := make([]string, 0, len(k.pods))
-	for uid := range k.pods {
-		uids = append(uids, string(uid))
-	}
-	k.mu.Unlock()
-	for _, uid := range uids {
-		k.q.Add(types.UID(uid))
-	}
-}

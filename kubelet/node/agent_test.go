@@ -20,9 +20,7 @@ func eventually(t *testing.T, cond func() error) {
 		if time.Now().After(deadline) {
 			t.Fatal(err)
 		}
-		select {
-		case <-time.After(5 * time.Millisecond):
-		}
+		<-time.After(5 * time.Millisecond)
 	}
 }
 
