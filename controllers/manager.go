@@ -98,7 +98,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := m.waitForCaches(ctx, errc); err != nil {
 		return err
 	}
-	m.Logger.Info("caches synced from the bus")
+	m.Logger.Debug("caches synced from the bus")
 	if m.Lease.Disabled {
 		m.lead(ctx)
 		return nil

@@ -92,7 +92,7 @@ func (i *Informer[T]) Run(ctx context.Context) error {
 	if !i.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
-	i.log.Info("informer starting", "stream", i.cfg.liveStream(), "filter", i.cfg.liveFilter(), "state", i.cfg.stateFilter())
+	i.log.Debug("informer starting", "stream", i.cfg.liveStream(), "filter", i.cfg.liveFilter(), "state", i.cfg.stateFilter())
 	if err := i.start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -101,7 +101,7 @@ func (i *Informer[T]) Run(ctx context.Context) error {
 	}
 	err := i.follow(ctx)
 	if ctx.Err() != nil {
-		i.log.Info("informer stopped", "revision", i.Revision())
+		i.log.Debug("informer stopped", "revision", i.Revision())
 		return nil
 	}
 	return err
@@ -125,7 +125,7 @@ func (i *Informer[T]) markSynced() {
 	if i.synced.CompareAndSwap(false, true) {
 		close(i.syncedCh)
 		i.m.setSynced()
-		i.log.Info("informer synced", "objects", i.store.len(), "revision", i.Revision())
+		i.log.Debug("informer synced", "objects", i.store.len(), "revision", i.Revision())
 	}
 }
 

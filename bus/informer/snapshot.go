@@ -214,7 +214,7 @@ func (i *Informer[T]) start(ctx context.Context) error {
 		i.live, i.hist, i.gapRev = live, hist, gapRev
 		i.notify(i.store.reconcile(snap)...)
 		i.bumpRev(snap.maxRev)
-		i.log.Info("informer loaded the state", "objects", i.store.len(), "revision", snap.maxRev, "historySeq", h0, "took", time.Since(t0))
+		i.log.Debug("informer loaded the state", "objects", i.store.len(), "revision", snap.maxRev, "historySeq", h0, "took", time.Since(t0))
 		actx, cancel = apiCtx(ctx)
 		defer cancel()
 		if err := i.applyLast(actx, h0); err != nil {

@@ -117,7 +117,7 @@ func (p *Publisher) lead(ctx context.Context) error {
 	if err := retry(ctx, p.log, "reading the stream cursor", func() error { return p.loadCursor(ctx) }); err != nil {
 		return err
 	}
-	p.log.Info("publisher resuming", "lastRevision", p.lastRev, "lastSequence", p.lastSeq)
+	p.log.Debug("publisher resuming", "lastRevision", p.lastRev, "lastSequence", p.lastSeq)
 	for ctx.Err() == nil {
 		from := p.lastRev
 		if from == 0 {

@@ -138,7 +138,7 @@ func (g *GC) Graph() *Graph { return g.graph }
 
 // Run reconciles until ctx ends (controllers.Runnable).
 func (g *GC) Run(ctx context.Context) {
-	g.log.Info("garbage collector starting", "resources", len(g.watched), "objects", g.graph.Len())
+	g.log.Debug("garbage collector starting", "resources", len(g.watched), "objects", g.graph.Len())
 	g.ctrl.Run(ctx)
 }
 

@@ -137,7 +137,7 @@ func New(cfg Config) (*Controller, error) {
 
 // Run reconciles until ctx ends (controllers.Runnable).
 func (c *Controller) Run(ctx context.Context) {
-	c.log.Info("namespace controller starting", "resources", len(c.cfg.Resources))
+	c.log.Debug("namespace controller starting", "resources", len(c.cfg.Resources))
 	c.ctrl.Run(ctx)
 }
 

@@ -170,9 +170,15 @@ func (c *Controller) zoneSnapshot(now time.Time) zoneSnapshot {
 	defer c.mu.Unlock()
 	prev := c.zones
 	c.zones = next
+	// The first zones seen (a fresh start, the first node registering) are
+	// no news; a zone changing state later is.
+	lvl := slog.LevelInfo
+	if len(prev.zones) == 0 {
+		lvl = slog.LevelDebug
+	}
 	for z, info := range next.zones {
 		if old, ok := prev.zones[z]; !ok || old.state != info.state {
-			c.log.Info("zone state", "zone", z, "state", info.state.String(), "nodes", info.size)
+			c.log.Log(context.Background(), lvl, "zone state", "zone", z, "state", info.state.String(), "nodes", info.size)
 		}
 		if b := c.buckets[z]; b != nil {
 			b.setRate(zoneRate(info, &c.cfg), now)
@@ -180,10 +186,13 @@ func (c *Controller) zoneSnapshot(now time.Time) zoneSnapshot {
 	}
 	switch {
 	case next.allDisrupted && !prev.allDisrupted:
-		c.log.Warn("no node is ready in any zone: holding NoExecute taints back")
+		if lvl == slog.LevelInfo {
+			lvl = slog.LevelWarn
+		}
+		c.log.Log(context.Background(), lvl, "no node is ready in any zone: holding NoExecute taints back")
 	case prev.allDisrupted && !next.allDisrupted:
 		// As upstream: every node gets a fresh grace period.
-		c.log.Info("some nodes are ready again: leaving full disruption")
+		c.log.Debug("some nodes are ready again: leaving full disruption")
 		for name, h := range c.beats {
 			h.probe = now
 			c.beats[name] = h

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +81,13 @@ func (c *Controller) reconcileNode(ctx context.Context, req controllers.Request)
 		if err := c.patchTaints(ctx, node, d.taints); err != nil {
 			return controllers.Result{}, err
 		}
-		c.log.Info("node taints changed", "node", req.Name, "taints", taintKeys(d.taints))
+		// As upstream: NoExecute taints (evictions follow) are news;
+		// NoSchedule taints that track conditions are routine.
+		lvl := slog.LevelDebug
+		if !slices.Equal(noExecuteKeys(node.Spec.Taints), noExecuteKeys(d.taints)) {
+			lvl = slog.LevelInfo
+		}
+		c.log.Log(ctx, lvl, "node taints changed", "node", req.Name, "taints", taintKeys(d.taints))
 	}
 	return controllers.Result{RequeueAfter: requeue}, nil
 }
@@ -97,6 +105,18 @@ func (c *Controller) patchTaints(ctx context.Context, node *corev1.Node, taints 
 		return fmt.Errorf("setting the taints of node %s: %w", node.Name, err)
 	}
 	return nil
+}
+
+// noExecuteKeys returns the keys of the NoExecute taints, sorted.
+func noExecuteKeys(taints []corev1.Taint) []string {
+	var out []string
+	for _, t := range taints {
+		if t.Effect == corev1.TaintEffectNoExecute {
+			out = append(out, t.Key)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func taintKeys(taints []corev1.Taint) []string {

@@ -125,7 +125,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.synced = true
 	k.mu.Unlock()
 	k.relist(ctx) // adopt what runs, find orphans
-	k.log.Info("kubelet syncing pods", "workers", k.cfg.Workers)
+	k.log.Debug("kubelet syncing pods", "workers", k.cfg.Workers)
 	for range k.cfg.Workers {
 		wg.Add(1)
 		go func() { defer wg.Done(); k.work(ctx) }()

@@ -59,12 +59,32 @@ func New(cfg Config) (*Network, error) {
 		return nil, fmt.Errorf("cni: parsing the configuration list: %w", err)
 	}
 	n := &Network{cfg: cfg, list: list, cni: libcni.NewCNIConfigWithCacheDir(cfg.PluginDirs, cfg.CacheDir(), nil)}
-	for _, p := range list.Plugins {
-		if _, err := invoke.FindInPath(p.Network.Type, cfg.PluginDirs); err != nil {
-			return nil, fmt.Errorf("cni: plugin %q not found in %v", p.Network.Type, cfg.PluginDirs)
-		}
+	if err := CheckPlugins(cfg.PluginDirs); err != nil {
+		return nil, err
 	}
 	return n, nil
+}
+
+// Plugins are the plugin binaries the configuration list runs: the four of
+// ConfList and bridge's IPAM plugin.
+var Plugins = []string{"bridge", "host-local", "portmap", "firewall", "loopback"}
+
+// ErrPluginMissing says a CNI plugin binary is in none of the plugin
+// directories.
+var ErrPluginMissing = errors.New("cni: plugin not found")
+
+// CheckPlugins reports the first of Plugins found in none of dirs (default
+// DefaultPluginDirs), wrapping ErrPluginMissing.
+func CheckPlugins(dirs []string) error {
+	if len(dirs) == 0 {
+		dirs = DefaultPluginDirs
+	}
+	for _, p := range Plugins {
+		if _, err := invoke.FindInPath(p, dirs); err != nil {
+			return fmt.Errorf("%w: %q is in none of %v", ErrPluginMissing, p, dirs)
+		}
+	}
+	return nil
 }
 
 // Config returns the network's configuration with defaults applied.

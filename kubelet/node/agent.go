@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,9 +27,28 @@ type Agent struct {
 	LeaseInterval, StatusInterval time.Duration
 	Clock                         clock.WithTicker
 	Logger                        *slog.Logger
+	// OnReady, when set, is called each time the agent posted the node
+	// Ready after it was not (or at its first post).
+	OnReady func()
 
-	node  atomic.Pointer[corev1.Node]
-	lease *coordinationv1.Lease
+	node     atomic.Pointer[corev1.Node]
+	lease    *coordinationv1.Lease
+	pokeOnce sync.Once
+	pokes    chan struct{}
+}
+
+// Poke asks for a status post now instead of at the next tick, e.g. when
+// the kubelet's readiness changed. It never blocks.
+func (a *Agent) Poke() {
+	select {
+	case a.pokeChan() <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Agent) pokeChan() chan struct{} {
+	a.pokeOnce.Do(func() { a.pokes = make(chan struct{}, 1) })
+	return a.pokes
 }
 
 // Node returns the last Node object read or written, nil before
@@ -91,6 +111,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.tick(ctx, true, false)
 		case <-status.C():
 			a.tick(ctx, false, true)
+		case <-a.pokeChan():
+			a.tick(ctx, false, true)
 		}
 	}
 }
@@ -150,14 +172,35 @@ func (a *Agent) trySyncStatus(ctx context.Context) error {
 	}
 	st, post := Status(a.Config, a.Health(), n.Status, a.Clock.Now())
 	if post {
+		was := readyCondition(n.Status)
 		n = n.DeepCopy()
 		n.Status = st
 		if n, err = a.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
+		if now := readyCondition(st); now.Status != was.Status {
+			if now.Status == corev1.ConditionTrue {
+				a.Logger.Info("node ready")
+				if a.OnReady != nil {
+					a.OnReady()
+				}
+			} else {
+				a.Logger.Info("node not ready", "reason", now.Reason, "message", now.Message)
+			}
+		}
 	}
 	a.node.Store(n)
 	return nil
+}
+
+// readyCondition returns the Ready condition of st (empty when absent).
+func readyCondition(st corev1.NodeStatus) corev1.NodeCondition {
+	for _, c := range st.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c
+		}
+	}
+	return corev1.NodeCondition{}
 }
 
 // renewLease updates the lease it last wrote; on a conflict or without one

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,4 +91,37 @@ func TestAgent(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestAgentPokePostsStatusAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var ready atomic.Bool
+	a := &Agent{Config: testConfig(t), Client: client, Clock: clk, Health: func() Health {
+		if ready.Load() {
+			return Health{}
+		}
+		return Health{NotReady: "PLEG is not healthy: pod sources not synced yet"}
+	}}
+	go func() { _ = a.Run(ctx) }()
+	readyIs := func(want corev1.ConditionStatus) func() error {
+		return func() error {
+			n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if c := cond(n.Status, corev1.NodeReady); c.Status != want {
+				return fmt.Errorf("Ready = %s (%s), want %s", c.Status, c.Message, want)
+			}
+			return nil
+		}
+	}
+	eventually(t, readyIs(corev1.ConditionFalse))
+	// No tick comes (the fake clock stands still): only the poke posts.
+	ready.Store(true)
+	a.Poke()
+	eventually(t, readyIs(corev1.ConditionTrue))
 }

@@ -185,7 +185,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ServeTLS(ln, "", "") }()
-	s.cfg.Logger.InfoContext(ctx, "kubelet server serving", "address", "https://"+ln.Addr().String())
+	s.cfg.Logger.DebugContext(ctx, "kubelet server serving", "address", "https://"+ln.Addr().String())
 	select {
 	case err := <-errc:
 		return fmt.Errorf("kubelet server: serving: %w", err)

@@ -16,7 +16,7 @@ import (
 
 // Run schedules pods until ctx ends (the Manager runs it while leading).
 func (s *Scheduler) Run(ctx context.Context) {
-	s.log.Info("scheduling")
+	s.log.Debug("scheduling")
 	defer s.binds.Wait()
 	for {
 		qp, err := s.queue.Pop(ctx)

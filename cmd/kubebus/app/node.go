@@ -47,6 +47,7 @@ type nodeOptions struct {
 	gcHigh, gcLow   int
 	leaseEvery      time.Duration
 	statusEvery     time.Duration
+	onReady         func() // called when the node agent posted Ready=True
 }
 
 func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, prefix string) {
@@ -87,7 +88,8 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return fmt.Errorf("kubelet: creating %s: %w", root, err)
 	}
-	log = log.With("component", "kubelet", "node", o.name)
+	agentLog := log.With("component", "kubelet") // the node agent names its node itself
+	log = agentLog.With("node", o.name)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -122,15 +124,24 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 	var (
 		mu      sync.Mutex
 		kubelet *agent.Kubelet
+		rt      *containerd.Runtime
 	)
 	notReady := func() string {
 		mu.Lock()
-		defer mu.Unlock()
+		k, r := kubelet, rt
+		mu.Unlock()
 		switch {
-		case kubelet == nil:
+		case k == nil:
 			return "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:waiting for the node's podCIDR"
-		case !kubelet.Ready():
+		case !k.Ready():
 			return "PLEG is not healthy: pod sources not synced yet"
+		}
+		// A containerd that died is restarted by its supervisor with
+		// backoff; until it answers, the node says so.
+		vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := r.Version(vctx); err != nil && ctx.Err() == nil {
+			return "container runtime is down: " + err.Error()
 		}
 		return ""
 	}
@@ -138,7 +149,7 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 	nodeAgent := &node.Agent{
 		Config: node.Config{Name: o.name, InternalIP: o.nodeIP, Capacity: capacity, KubeletPort: int32(o.port),
 			NodeInfo: host.SystemInfo(kubeletVersion, "containerd://1")},
-		Client: client, Logger: log, LeaseInterval: o.leaseEvery, StatusInterval: o.statusEvery,
+		Client: client, Logger: agentLog, LeaseInterval: o.leaseEvery, StatusInterval: o.statusEvery, OnReady: o.onReady,
 		Health: func() node.Health {
 			h := node.Health{NotReady: notReady()}
 			if p, err := host.ReadPressure(root); err == nil {
@@ -178,7 +189,7 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 		lis.Close()
 		return err
 	}
-	rt, err := containerd.New(ctx, containerd.Config{Address: endpoint, Dir: filepath.Join(root, "runtime"), Network: network, HostIP: o.nodeIP, HostNetNS: o.netns, Logger: log})
+	rt, err = containerd.New(ctx, containerd.Config{Address: endpoint, Dir: filepath.Join(root, "runtime"), Network: network, HostIP: o.nodeIP, HostNetNS: o.netns, Logger: log})
 	if err != nil {
 		lis.Close()
 		return err
@@ -220,7 +231,8 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 	mu.Lock()
 	kubelet = k
 	mu.Unlock()
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); pokeWhenReady(ctx, k, nodeAgent) }()
 	go func() { defer wg.Done(); errc <- logs.Serve(ctx, lis) }()
 	go func() { defer wg.Done(); errc <- k.Run(ctx) }()
 	log.Info("kubelet running", "podCIDR", podCIDR, "runtime", endpoint, "logs", lis.Addr().String())
@@ -239,6 +251,23 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 		return first
 	}
 	return nil
+}
+
+// pokeWhenReady has the node agent post the status as soon as the network
+// is set up and again once the kubelet has synced its pods, so the node is
+// Ready without waiting for the next status tick.
+func pokeWhenReady(ctx context.Context, k *agent.Kubelet, a *node.Agent) {
+	a.Poke()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for !k.Ready() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	a.Poke()
 }
 
 // waitPodCIDR waits until the node IPAM controller gave the node a pod CIDR.

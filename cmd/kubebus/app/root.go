@@ -50,11 +50,38 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentPreRun = func(*cobra.Command, []string) {
 		// client-go logs through klog; send it to the same structured log.
-		klog.SetSlogLogger(g.logger())
+		// Its info lines (leader election's "attempting to acquire")
+		// repeat what our components log, so they count as debug.
+		klog.SetSlogLogger(slog.New(infoAsDebug{g.logger().Handler()}))
 	}
 	root.AddCommand(newServerCmd(g), newAPIServerCmd(g), newControllerManagerCmd(g))
 	root.AddCommand(newTapCmd(g))
 	root.AddCommand(newSchedulerCmd(g))
 	root.AddCommand(newKubeletCmd(g), newImageCmd(g), newProxyCmd(g))
 	return root
+}
+
+// infoAsDebug passes records on with INFO lowered to DEBUG.
+type infoAsDebug struct{ slog.Handler }
+
+func (h infoAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
+	if l == slog.LevelInfo {
+		l = slog.LevelDebug
+	}
+	return h.Handler.Enabled(ctx, l)
+}
+
+func (h infoAsDebug) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelInfo {
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h infoAsDebug) WithAttrs(as []slog.Attr) slog.Handler {
+	return infoAsDebug{h.Handler.WithAttrs(as)}
+}
+
+func (h infoAsDebug) WithGroup(name string) slog.Handler {
+	return infoAsDebug{h.Handler.WithGroup(name)}
 }

@@ -85,8 +85,5 @@ func runScheduler(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL, 
 		}
 		err = shell.Run(ctx, shell.Options{REST: cfg, NATSURL: natsURL, Config: c, Logger: log.With("component", "scheduler")})
 	}
-	if err != nil && ctx.Err() == nil {
-		log.Error("scheduler stopped", "err", err)
-	}
 	return err
 }

@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +21,7 @@ import (
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/natsserver"
 	"github.com/kubebus/kubebus/controllers/kcm"
+	"github.com/kubebus/kubebus/kubelet/host"
 	"github.com/kubebus/kubebus/proxy"
 	"github.com/kubebus/kubebus/proxy/nft"
 )
@@ -41,7 +44,6 @@ type serverOptions struct {
 	etcdPeer   int
 	natsPort   int
 	bind       string
-	printReady bool
 }
 
 func newServerCmd(g *globals) *cobra.Command {
@@ -56,62 +58,7 @@ func newServerCmd(g *globals) *cobra.Command {
   kubeconfig   an admin kubeconfig for kubectl (TLS verified)
 Restarting with the same --data-dir keeps every object.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := g.logger()
-			ctx := cmd.Context()
-			dir, err := filepath.Abs(o.dataDir)
-			if err != nil {
-				return err
-			}
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return fmt.Errorf("creating data dir: %w", err)
-			}
-			etcd, err := embedded.Start(ctx, embedded.Config{Dir: filepath.Join(dir, "etcd"), ClientPort: o.etcdPort, PeerPort: o.etcdPeer})
-			if err != nil {
-				return err
-			}
-			defer etcd.Close()
-			log.Info("embedded etcd ready", "endpoint", etcd.Endpoint)
-			ns, err := natsserver.Start(natsserver.Config{StoreDir: filepath.Join(dir, "nats"), Port: o.natsPort})
-			if err != nil {
-				return err
-			}
-			defer ns.Shutdown()
-			log.Info("embedded nats ready", "url", ns.URL())
-			kubeconfig := filepath.Join(dir, "kubeconfig")
-			listening := make(chan string, 1)
-			go func() {
-				select {
-				case addr := <-listening:
-					fmt.Fprintf(cmd.OutOrStdout(), "kubebus is ready at https://%s\n  export KUBECONFIG=%s\n  bus: %s\n", addr, kubeconfig, ns.URL())
-					if !o.noKubelet {
-						go func() {
-							if err := runLocalNode(ctx, log, dir, addr, ns.URL(), o.node); err != nil && ctx.Err() == nil {
-								log.Error("the local node's kubelet stopped", "err", err)
-							}
-						}()
-						if !o.noProxy {
-							go func() {
-								if err := runLocalProxy(ctx, log, ns.URL(), o.node); err != nil && ctx.Err() == nil {
-									log.Error("the local node's proxy stopped", "err", err)
-								}
-							}()
-						}
-					}
-					if !o.noSched {
-						go func() { _ = runScheduler(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.schedCfg) }()
-					}
-					if !o.noKCM {
-						_ = runControllerManager(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.kcm)
-					}
-				case <-ctx.Done():
-				}
-			}()
-			return serve.Run(ctx, serve.Options{
-				EtcdServers: []string{etcd.Endpoint}, NATSURL: ns.URL(),
-				BindAddress: o.bind, Port: o.port, PKIDir: filepath.Join(dir, "pki"),
-				Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus, TokenFile: o.tokenFile,
-				ServiceClusterIPRange: o.svcIPRange, ServiceNodePortRange: o.nodePorts,
-			})
+			return runServer(cmd.Context(), g.logger(), cmd.OutOrStdout(), o)
 		},
 	}
 	f := cmd.Flags()
@@ -134,6 +81,109 @@ Restarting with the same --data-dir keeps every object.`,
 	addNodeFlags(f, &o.node, "")
 	o.node.leaseEvery, o.node.statusEvery = 10*time.Second, 10*time.Second
 	return cmd
+}
+
+// shutdownGrace bounds how long each tier of the server gets to stop.
+const shutdownGrace = 30 * time.Second
+
+// runServer runs the all-in-one: it checks that the local node can start,
+// starts etcd and NATS, then the API server, then the components, prints
+// the ready banner once the API answers and the local node is Ready, and
+// stops in the reverse order: components (releasing their Leases), the API
+// server, NATS, etcd.
+func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o serverOptions) error {
+	start := time.Now()
+	dir, err := filepath.Abs(o.dataDir)
+	if err != nil {
+		return err
+	}
+	if !o.noKubelet {
+		if o.node.name == "" {
+			if o.node.name, err = os.Hostname(); err != nil {
+				return fmt.Errorf("node name: %w", err)
+			}
+		}
+		err := host.Preflight(host.PreflightConfig{OwnContainerd: o.node.runtimeEndpoint == "", CNIPluginDirs: o.node.cniBinDirs, NetNS: o.node.netns})
+		if err != nil {
+			return fmt.Errorf("local node %s: %w; or run without a local node: --disable-kubelet", o.node.name, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating data dir: %w", err)
+	}
+	etcd, err := embedded.Start(ctx, embedded.Config{Dir: filepath.Join(dir, "etcd"), ClientPort: o.etcdPort, PeerPort: o.etcdPeer})
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+	log.Info("embedded etcd ready", "endpoint", etcd.Endpoint)
+	ns, err := natsserver.Start(natsserver.Config{StoreDir: filepath.Join(dir, "nats"), Port: o.natsPort})
+	if err != nil {
+		return err
+	}
+	defer ns.Shutdown()
+	log.Info("embedded nats ready", "url", ns.URL())
+
+	sup := newSupervisor(ctx, log)
+	kubeconfig, pkiDir := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "pki")
+	listening := make(chan string, 1)
+	sup.Go(sup.tier(), "api server", func(ctx context.Context) error {
+		return serve.Run(ctx, serve.Options{
+			EtcdServers: []string{etcd.Endpoint}, NATSURL: ns.URL(),
+			BindAddress: o.bind, Port: o.port, PKIDir: pkiDir,
+			Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus, TokenFile: o.tokenFile,
+			ServiceClusterIPRange: o.svcIPRange, ServiceNodePortRange: o.nodePorts,
+		})
+	})
+	var addr string
+	select {
+	case addr = <-listening:
+	case <-sup.Failed():
+		return sup.Wait(shutdownGrace)
+	case <-ctx.Done():
+		return sup.Wait(shutdownGrace)
+	}
+
+	comps := sup.tier()
+	if !o.noKCM {
+		sup.Go(comps, "controller-manager", func(ctx context.Context) error {
+			return runControllerManager(ctx, log, pkiDir, addr, ns.URL(), o.kcm)
+		})
+	}
+	if !o.noSched {
+		sup.Go(comps, "scheduler", func(ctx context.Context) error {
+			return runScheduler(ctx, log, pkiDir, addr, ns.URL(), o.schedCfg)
+		})
+	}
+	nodeReady := make(chan struct{})
+	if o.noKubelet {
+		close(nodeReady)
+	} else {
+		var once sync.Once
+		o.node.onReady = func() { once.Do(func() { close(nodeReady) }) }
+		sup.Go(comps, "local node "+o.node.name, func(ctx context.Context) error {
+			return runLocalNode(ctx, log, dir, addr, ns.URL(), o.node)
+		})
+		if !o.noProxy {
+			sup.Go(comps, "local node proxy", func(ctx context.Context) error {
+				return runLocalProxy(ctx, log, ns.URL(), o.node)
+			})
+		}
+	}
+	go func() {
+		select {
+		case <-nodeReady:
+		case <-comps.ctx.Done():
+			return
+		}
+		took := time.Since(start).Round(100 * time.Millisecond)
+		what := fmt.Sprintf("(in %s)", took)
+		if !o.noKubelet {
+			what = fmt.Sprintf("(node %s Ready after %s)", o.node.name, took)
+		}
+		fmt.Fprintf(stdout, "kubebus is ready at https://%s %s\n  export KUBECONFIG=%s\n  bus: %s\n", addr, what, kubeconfig, ns.URL())
+	}()
+	return sup.Wait(shutdownGrace)
 }
 
 // runLocalNode runs the all-in-one's own node: a kubelet with its root
@@ -178,11 +228,7 @@ func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir, addr, n
 		return fmt.Errorf("controller-manager credentials: %w", err)
 	}
 	o.REST, o.NATSURL, o.Logger = cfg, natsURL, log.With("component", "controller-manager")
-	err = kcm.Run(ctx, o)
-	if err != nil && ctx.Err() == nil {
-		log.Error("controller-manager stopped", "err", err)
-	}
-	return err
+	return kcm.Run(ctx, o)
 }
 
 // runLocalProxy runs the local node's proxy, programming the nftables of

@@ -149,7 +149,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		c.Close()
 		return nil, fmt.Errorf("containerd: asking %s for its version: %w", cfg.Address, err)
 	}
-	cfg.Logger.Info("connected to containerd", "address", cfg.Address, "version", v.Version, "namespace", cfg.Namespace)
+	cfg.Logger.Debug("connected to containerd", "address", cfg.Address, "version", v.Version, "namespace", cfg.Namespace)
 	return r, nil
 }
 

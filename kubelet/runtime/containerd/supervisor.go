@@ -214,7 +214,7 @@ func (s *Supervisor) start(ctx context.Context) (<-chan error, error) {
 	select {
 	case err := <-ready:
 		if err == nil {
-			s.cfg.Logger.Info("containerd serving", "pid", cmd.Process.Pid, "address", s.Address())
+			s.cfg.Logger.Debug("containerd serving", "pid", cmd.Process.Pid, "address", s.Address())
 			return exited, nil
 		}
 		s.kill(cmd, exited)
