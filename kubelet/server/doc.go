@@ -12,7 +12,8 @@
 // (a shared-CA setup) or a serving certificate issued for it beforehand
 // (Config.CertFile and Config.KeyFile).
 //
-// Logs are found through a LogLocator the caller supplies. A log file holds
+// Logs are found through a LogLocator the caller supplies, or made up by a
+// LogTexter (hollow nodes, whose containers never ran). A log file holds
 // the container's raw stdout and stderr, with no per-line timestamps, so
 // timestamps=true is accepted and ignored, and sinceSeconds/sinceTime are
 // best effort: when the file was last written before the cutoff nothing is

@@ -23,18 +23,16 @@ func (s *Server) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if s.cfg.Text != nil {
+		s.serveLogText(ctx, w, ns, pod, container, opts)
+		return
+	}
 	path, running, err := s.cfg.Logs.LogPath(ctx, ns, pod, container, opts.Previous)
 	if err == nil && path == "" {
 		err = errors.New("the runtime reports no log file")
 	}
 	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			writeError(w, e.Code, e.Message)
-			return
-		}
-		s.cfg.Logger.ErrorContext(ctx, "locating container log", "namespace", ns, "pod", pod, "container", container, "err", err)
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("locating the log of container %q in pod %q: %v", container, pod, err))
+		s.writeLogError(ctx, w, err, ns, pod, container)
 		return
 	}
 	if running == nil {
@@ -61,6 +59,18 @@ func (s *Server) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 	if err := copyLog(ctx, w, flush, f, running, opts, s.cfg.PollInterval); err != nil {
 		s.cfg.Logger.DebugContext(ctx, "streaming container log ended", "path", path, "err", err)
 	}
+}
+
+// writeLogError answers the error of a LogLocator or LogTexter: an *Error
+// with its code and message, any other with 500.
+func (s *Server) writeLogError(ctx context.Context, w http.ResponseWriter, err error, ns, pod, container string) {
+	var e *Error
+	if errors.As(err, &e) {
+		writeError(w, e.Code, e.Message)
+		return
+	}
+	s.cfg.Logger.ErrorContext(ctx, "locating container log", "namespace", ns, "pod", pod, "container", container, "err", err)
+	writeError(w, http.StatusInternalServerError, fmt.Sprintf("locating the log of container %q in pod %q: %v", container, pod, err))
 }
 
 // openLog opens the log at path. A file that does not exist yet is an empty

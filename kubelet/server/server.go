@@ -32,7 +32,20 @@ type LogLocator interface {
 	LogPath(ctx context.Context, namespace, pod, container string, previous bool) (path string, running func() bool, err error)
 }
 
-// Config configures the server. The serving certificate comes from exactly
+// LogTexter answers log requests with a text instead of a file: hollow
+// nodes, whose containers never ran, use it. The ctx of LogText carries
+// the connection's local address (http.LocalAddrContextKey), so one
+// server listening on several addresses can tell which one was asked.
+type LogTexter interface {
+	// LogText returns the whole log of the container; tailLines and
+	// limitBytes cut it, sinceSeconds and sinceTime do not (the text has
+	// no time), and a follow ends after it. Errors are answered as
+	// LogLocator's are.
+	LogText(ctx context.Context, namespace, pod, container string, previous bool) (string, error)
+}
+
+// Config configures the server. Logs come from exactly one of Logs and
+// Text. The serving certificate comes from exactly
 // one of TLS (with Certificates or GetCertificate), Certificate, or
 // CertFile and KeyFile; the CAs that client certificates must chain to come
 // from ClientCAs, ClientCAFile or TLS.ClientCAs.
@@ -47,8 +60,10 @@ type Config struct {
 	ClientCAs         *x509.CertPool
 	ClientCAFile      string
 
-	// Logs finds container log files (required).
+	// Logs finds container log files.
 	Logs LogLocator
+	// Text, instead of Logs, makes up the logs.
+	Text LogTexter
 	// Authorize, when set, decides whether the user of a verified client
 	// certificate (its common name and organizations) may read logs; a
 	// non-nil error is answered with 403 and its message. Nil lets every
@@ -61,8 +76,11 @@ type Config struct {
 }
 
 func (c *Config) validate() error {
-	if c.Logs == nil {
+	switch {
+	case c.Logs == nil && c.Text == nil:
 		return errors.New("kubelet server: no LogLocator")
+	case c.Logs != nil && c.Text != nil:
+		return errors.New("kubelet server: both a LogLocator and a LogTexter: set only one")
 	}
 	if c.Address == "" {
 		c.Address = DefaultAddress
@@ -173,9 +191,12 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve serves HTTPS on ln until ctx ends, then closes ln. Streams in
-// progress (followed logs) end with ctx.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// Serve serves HTTPS on every listener in lns until ctx ends, then closes
+// them. Streams in progress (followed logs) end with ctx.
+func (s *Server) Serve(ctx context.Context, lns ...net.Listener) error {
+	if len(lns) == 0 {
+		return errors.New("kubelet server: no listener to serve on")
+	}
 	hs := &http.Server{
 		Handler:           s.handler,
 		TLSConfig:         s.tls,
@@ -183,11 +204,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.ServeTLS(ln, "", "") }()
-	s.cfg.Logger.DebugContext(ctx, "kubelet server serving", "address", "https://"+ln.Addr().String())
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- hs.ServeTLS(ln, "", "") }()
+	}
+	if len(lns) == 1 {
+		s.cfg.Logger.DebugContext(ctx, "kubelet server serving", "address", "https://"+lns[0].Addr().String())
+	} else {
+		s.cfg.Logger.DebugContext(ctx, "kubelet server serving", "listeners", len(lns), "first", "https://"+lns[0].Addr().String())
+	}
 	select {
 	case err := <-errc:
+		_ = hs.Close() // and the other listeners
 		return fmt.Errorf("kubelet server: serving: %w", err)
 	case <-ctx.Done():
 	}

@@ -356,6 +356,7 @@ func TestNewErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"no locator", Config{Certificate: &cert, ClientCAs: ca.CA}, "no LogLocator"},
+		{"a locator and a texter", Config{Logs: logs, Text: addrTexter{}, Certificate: &cert, ClientCAs: ca.CA}, "set only one"},
 		{"no certificate", Config{Logs: logs, ClientCAs: ca.CA}, "no serving certificate"},
 		{"two certificates", Config{Logs: logs, Certificate: &cert, CertFile: ca.ServingCertFile, KeyFile: ca.ServingKeyFile, ClientCAs: ca.CA}, "more than one serving certificate source"},
 		{"cert without key", Config{Logs: logs, CertFile: ca.ServingCertFile, ClientCAs: ca.CA}, "must be given together"},

@@ -15,7 +15,7 @@ func TestPlan(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "hollow-1"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.3.0/24"},
-		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.10.0.2"}}}}
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.1.0.3"}}}}
 	pod := func(mut func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1", UID: "uid-1"},
 			Spec: corev1.PodSpec{NodeName: "hollow-1", InitContainers: []corev1.Container{{Name: "init", Image: "busybox"}},
@@ -64,14 +64,14 @@ func TestRunningStatus(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	withCIDR := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.3.0/24"},
-		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.10.0.2"}}}}
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.1.0.3"}}}}
 	noCIDR := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1", UID: "uid-1"},
 		Spec:   corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "app", Image: "busybox"}}},
 		Status: corev1.PodStatus{QOSClass: corev1.PodQOSBestEffort}}
 	earlier := metav1.NewTime(t0.Add(-time.Hour))
 	kept := p.DeepCopy()
-	kept.Status.PodIP, kept.Status.StartTime, kept.Status.HostIP = "10.244.3.77", &earlier, "10.10.0.9"
+	kept.Status.PodIP, kept.Status.StartTime, kept.Status.HostIP = "10.244.3.77", &earlier, "127.1.0.10"
 	tests := []struct {
 		name    string
 		pod     *corev1.Pod
@@ -81,9 +81,9 @@ func TestRunningStatus(t *testing.T) {
 		hostIP  string
 		started time.Time
 	}{
-		{"from the node's podCIDR", p, withCIDR, "10.244.3.0/24", "", "10.10.0.2", t0},
+		{"from the node's podCIDR", p, withCIDR, "10.244.3.0/24", "", "127.1.0.3", t0},
 		{"without a podCIDR: 10.244.0.0/16", p, noCIDR, "10.244.0.0/16", "", "", t0},
-		{"addresses and start time already reported are kept", kept, withCIDR, "10.244.3.0/24", "10.244.3.77", "10.10.0.9", earlier.Time},
+		{"addresses and start time already reported are kept", kept, withCIDR, "10.244.3.0/24", "10.244.3.77", "127.1.0.10", earlier.Time},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/kubelet/node"
+	"github.com/kubebus/kubebus/kubelet/server"
 )
 
 // Config configures a set of hollow nodes.
@@ -36,6 +39,14 @@ type Config struct {
 	// LeaseInterval and StatusInterval pace every node's lease renewals
 	// and status posts (default 10s each, as a kubelet).
 	LeaseInterval, StatusInterval time.Duration
+	// NodeIPRange is where the nodes' InternalIPs come from, node i
+	// getting its (i+1)-th address; it must lie in 127.0.0.0/8 (default
+	// DefaultNodeIPRange, see ParseNodeIPRange).
+	NodeIPRange netip.Prefix
+	// Logs, when set, has the nodes serve their pods' logs; without it
+	// they report no kubelet port and the API server's pods/log requests
+	// fail (on loopback).
+	Logs *LogConfig
 	// Instance is appended to the informers' durable names.
 	Instance string
 	Clock    clock.WithTicker
@@ -51,6 +62,14 @@ func (c *Config) validate() error {
 	case c.Prefix == "":
 		return errors.New("simulate: Prefix is required")
 	}
+	if !c.NodeIPRange.IsValid() {
+		c.NodeIPRange = netip.MustParsePrefix(DefaultNodeIPRange)
+	}
+	if c.Logs != nil {
+		if err := c.Logs.validate(); err != nil {
+			return err
+		}
+	}
 	if c.Workers <= 0 {
 		c.Workers = 32
 	}
@@ -62,9 +81,6 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
-
-// NodeIP is the made-up InternalIP of hollow node i: 10.10.x.y.
-func NodeIP(i int) string { return fmt.Sprintf("10.10.%d.%d", i/250, i%250+1) }
 
 // key names a pod on hollow node i.
 type key struct {
@@ -82,12 +98,31 @@ func Run(ctx context.Context, c Config) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
+	addrs, err := NodeIPs(c.NodeIPRange, c.Nodes)
+	if err != nil {
+		return err
+	}
+	// The log listeners first, so the nodes can report their ports.
+	var (
+		lns   []net.Listener
+		ports = make([]int32, c.Nodes)
+	)
+	if c.Logs != nil {
+		if lns, ports, err = listen(addrs, c.Logs.Port); err != nil {
+			return err
+		}
+		defer func() {
+			for _, ln := range lns {
+				_ = ln.Close() // already closed once served
+			}
+		}()
+	}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[key]())
 	nodes := make([]hollow, c.Nodes)
 	for i := range nodes {
 		name := fmt.Sprint(c.Prefix, i)
 		nodes[i].agent = &node.Agent{
-			Config: node.Config{Name: name, InternalIP: NodeIP(i), Capacity: c.Capacity, NodeInfo: c.NodeInfo,
+			Config: node.Config{Name: name, InternalIP: addrs[i].String(), KubeletPort: ports[i], Capacity: c.Capacity, NodeInfo: c.NodeInfo,
 				Labels: map[string]string{corev1.LabelInstanceTypeStable: "hollow"}},
 			Client: c.Client, Clock: c.Clock, Logger: c.Logger,
 			LeaseInterval: c.LeaseInterval, StatusInterval: c.StatusInterval,
@@ -103,10 +138,20 @@ func Run(ctx context.Context, c Config) error {
 		inf.AddHandler(informer.HandlerFuncs[*corev1.Pod]{AddFunc: enqueue, UpdateFunc: func(_, p *corev1.Pod) { enqueue(p) }})
 		nodes[i].pods = inf
 	}
+	var logs *server.Server
+	if c.Logs != nil {
+		if logs, err = newLogServer(c, addrs, nodes); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 2*c.Nodes)
+	errc := make(chan error, 2*c.Nodes+1)
+	if logs != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); errc <- logs.Serve(ctx, lns...) }()
+	}
 	for _, n := range nodes {
 		wg.Add(2)
 		go func() { defer wg.Done(); errc <- n.agent.Run(ctx) }()
@@ -117,7 +162,8 @@ func Run(ctx context.Context, c Config) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.work(ctx) }()
 	}
-	c.Logger.Info("hollow nodes starting", "nodes", c.Nodes, "prefix", c.Prefix, "workers", c.Workers)
+	c.Logger.Info("hollow nodes starting", "nodes", c.Nodes, "prefix", c.Prefix, "workers", c.Workers,
+		"addresses", fmt.Sprintf("%s-%s", addrs[0], addrs[len(addrs)-1]), "logs", logs != nil)
 	var first error
 	go func() { <-ctx.Done(); q.ShutDown() }()
 	go func() { wg.Wait(); close(errc) }()

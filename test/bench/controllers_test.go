@@ -107,7 +107,7 @@ func BenchmarkDeployment1000Running(b *testing.B) {
 		s := harness.StartServer(b, "")
 		cs := s.Clientset(b)
 		ctx := context.Background()
-		harness.StartProcess(b, "kubelet", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(b), "--simulate=100")
+		harness.StartHollowNodes(b, s, 100)
 		harness.Eventually(b, time.Minute, func() error {
 			nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 			if err != nil {

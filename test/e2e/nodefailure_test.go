@@ -28,8 +28,7 @@ func TestIntegrationNodeFailureReschedules(t *testing.T) {
 	// zone (0.1 nodes/s, as upstream), so a single failed node is tainted at
 	// once while several would be spread over tens of seconds.
 	kubelet := func(prefix string, n int) *harness.Process {
-		return harness.StartProcess(t, "kubelet", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t),
-			fmt.Sprintf("--simulate=%d", n), "--node-name-prefix", prefix, "--instance", prefix,
+		return harness.StartHollowNodes(t, s, n, "--node-name-prefix", prefix, "--instance", prefix,
 			// Renew well within the 4s grace period, as kubelets do within 40s.
 			"--node-lease-renew-interval=1s")
 	}

@@ -28,7 +28,7 @@ func TestIntegrationSimulatedNodes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	t0 := time.Now()
-	harness.StartProcess(t, "kubelet", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t), fmt.Sprint("--simulate=", nodes))
+	harness.StartHollowNodes(t, s, nodes)
 
 	var names []string
 	harness.Eventually(t, 60*time.Second, func() error {

@@ -1,8 +1,10 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -34,6 +36,16 @@ func StartProcess(t testing.TB, args ...string) *Process {
 func StartControllerManager(t testing.TB, s *Server, extra ...string) *Process {
 	t.Helper()
 	return StartProcess(t, append([]string{"controller-manager", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t)}, extra...)...)
+}
+
+// StartHollowNodes runs `kubebus kubelet --simulate=n` against the server
+// with extra flags, handing it the server's CA (DIR/pki/ca.crt and ca.key)
+// so the hollow nodes serve their pods' logs.
+func StartHollowNodes(t testing.TB, s *Server, n int, extra ...string) *Process {
+	t.Helper()
+	pki := filepath.Join(s.Dir, "pki")
+	return StartProcess(t, append([]string{"kubelet", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t), fmt.Sprint("--simulate=", n),
+		"--client-ca-file", filepath.Join(pki, "ca.crt"), "--ca-key-file", filepath.Join(pki, "ca.key")}, extra...)...)
 }
 
 // Start (re)starts the process.

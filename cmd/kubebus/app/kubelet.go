@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/kubelet/node"
 	"github.com/kubebus/kubebus/kubelet/simulate"
@@ -19,11 +20,12 @@ import (
 
 func newKubeletCmd(g *globals) *cobra.Command {
 	var (
-		kubeconfig, natsURL, prefix, cpu, memory, ephemeral, instance string
-		nodes, workers                                                int
-		pods                                                          int64
-		qps                                                           float32
-		o                                                             nodeOptions
+		kubeconfig, natsURL, prefix, cpu, memory, ephemeral, instance, ipRange string
+		nodes, workers                                                         int
+		pods                                                                   int64
+		qps                                                                    float32
+		serveLogs                                                              bool
+		o                                                                      nodeOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet",
@@ -40,7 +42,12 @@ which proxies pods/log. Static pods come from --pod-manifest-path.
 
 With --simulate=N it runs N hollow nodes in this process instead: they
 report their pods Running without containers, for testing the control plane
-at scale.`,
+at scale. Each advertises its own loopback address from --node-ip-range
+(inside 127.0.0.0/8) and serves its pods' logs there, over HTTPS with a
+certificate from the cluster CA (--client-ca-file, --ca-key-file), on
+--port when given or else a free port: ` + "`kubectl logs`" + ` of a pod on a
+hollow node shows a line saying the node is simulated, and no request
+leaves this machine.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
@@ -63,6 +70,23 @@ at scale.`,
 			if o.manifestDir != "" {
 				return errors.New("kubelet: hollow nodes run no static pods: --pod-manifest-path needs a real node")
 			}
+			nodeIPs, err := simulate.ParseNodeIPRange(ipRange)
+			if err != nil {
+				return fmt.Errorf("kubelet: --node-ip-range: %w", err)
+			}
+			var logs *simulate.LogConfig
+			if serveLogs {
+				if o.caFile == "" {
+					o.caFile = cfg.TLSClientConfig.CAFile
+				}
+				if o.caFile == "" || o.caKey == "" {
+					return errors.New("kubelet: hollow nodes serve their pods' logs with a certificate from the cluster CA: pass --client-ca-file and --ca-key-file (DATA_DIR/pki/ca.crt and ca.key of kubebus server), or --serve-logs=false")
+				}
+				logs = &simulate.LogConfig{CAFile: o.caFile, CAKeyFile: o.caKey, ClientUser: apiserver.KubeletClientUser}
+				if cmd.Flags().Changed("port") {
+					logs.Port = o.port
+				}
+			}
 			cfg.UserAgent = "kubelet/simulated"
 			client, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
@@ -79,7 +103,7 @@ at scale.`,
 			defer nc.Close()
 			return simulate.Run(cmd.Context(), simulate.Config{
 				Client: client, JetStream: js, Nodes: nodes, Prefix: prefix, Capacity: capacity, Workers: workers, Instance: instance,
-				LeaseInterval: o.leaseEvery, StatusInterval: o.statusEvery,
+				LeaseInterval: o.leaseEvery, StatusInterval: o.statusEvery, NodeIPRange: nodeIPs, Logs: logs,
 				NodeInfo: corev1.NodeSystemInfo{KubeletVersion: kubeletVersion, KubeProxyVersion: kubeletVersion, ContainerRuntimeVersion: "simulated://1",
 					OSImage: "kubebus hollow node", KernelVersion: "simulated", OperatingSystem: "linux", Architecture: runtime.GOARCH},
 				Logger: g.logger(),
@@ -106,6 +130,8 @@ at scale.`,
 	f.StringVar(&ephemeral, "ephemeral-storage", "100Gi", "ephemeral-storage capacity of each hollow node")
 	f.Int64Var(&pods, "pods", 110, "pod capacity of each hollow node")
 	f.IntVar(&workers, "workers", 32, "workers writing pod status, shared by all hollow nodes")
+	f.StringVar(&ipRange, "node-ip-range", simulate.DefaultNodeIPRange, "range (inside 127.0.0.0/8) the hollow nodes' addresses come from, node i getting its (i+1)-th address")
+	f.BoolVar(&serveLogs, "serve-logs", true, "serve the hollow nodes' pod logs (a line saying the node is simulated) on their addresses; needs --ca-key-file")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }
