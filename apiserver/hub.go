@@ -38,8 +38,6 @@ type hubEvent struct {
 	prev     runtime.Object // state before a modification (nil when created)
 	curOnce  sync.Once
 	curJSON  []byte
-	prevOnce sync.Once
-	prevJSON []byte
 	pbOnce   sync.Once
 	curPB    []byte
 }
@@ -53,11 +51,6 @@ func (e *hubEvent) curProtobuf() []byte {
 func (e *hubEvent) curBytes() []byte {
 	e.curOnce.Do(func() { e.curJSON, _ = json.Marshal(e.cur) })
 	return e.curJSON
-}
-
-func (e *hubEvent) prevBytes() []byte {
-	e.prevOnce.Do(func() { e.prevJSON, _ = json.Marshal(e.prev) })
-	return e.prevJSON
 }
 
 // hub fans out one resource's changes.

@@ -20,6 +20,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 const kubectlBinary = "/usr/lib/google-cloud-sdk/bin/kubectl.1.32"
@@ -180,7 +182,7 @@ func TestIntegrationKubectl(t *testing.T) {
 		t.Skip("integration test skipped under -short")
 	}
 	if _, err := os.Stat(kubectlBinary); err != nil {
-		t.Skipf("kubectl 1.32 binary %s not available: %v", kubectlBinary, err)
+		prereq.Missing(t, "kubectl 1.32 binary %s not available: %v", kubectlBinary, err)
 	}
 	fake := &fakeAPIServer{deployments: map[string][]byte{}}
 	srv := httptest.NewServer(fake.routes(t))

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 func TestWriteKubeconfig(t *testing.T) {
@@ -159,7 +161,7 @@ func TestIntegrationKubectl(t *testing.T) {
 	}
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
-		t.Skip("kubectl not in PATH")
+		prereq.Missing(t, "kubectl not in PATH")
 	}
 	t.Parallel()
 	b, _ := newBundle(t)

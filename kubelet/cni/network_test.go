@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubebus/kubebus/kubelet/runtime"
 	"github.com/kubebus/kubebus/test/harness/netns"
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 // requireNetworkPrereqs skips unless the test can create namespaces and run
@@ -27,7 +28,7 @@ func requireNetworkPrereqs(t *testing.T) {
 		t.Skip("integration test skipped under -short")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces and bridges")
+		prereq.Missing(t, "needs root to create network namespaces and bridges")
 	}
 	for _, p := range []string{"bridge", "host-local", "portmap", "firewall", "loopback"} {
 		found := false
@@ -37,7 +38,7 @@ func requireNetworkPrereqs(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Skipf("CNI plugin %s not installed in %v (Debian package containernetworking-plugins)", p, DefaultPluginDirs)
+			prereq.Missing(t, "CNI plugin %s not installed in %v (Debian package containernetworking-plugins)", p, DefaultPluginDirs)
 		}
 	}
 }

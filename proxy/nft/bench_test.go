@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubebus/kubebus/proxy/rules"
 	"github.com/kubebus/kubebus/test/harness/netns"
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 // cluster returns n Services of one port with 5 ready endpoints each.
@@ -41,7 +42,7 @@ func cluster(n int) rules.Input {
 func benchApplier(b *testing.B) *Applier {
 	b.Helper()
 	if os.Geteuid() != 0 {
-		b.Skip("needs root to create a network namespace")
+		prereq.Missing(b, "needs root to create a network namespace")
 	}
 	n := netns.New(b)
 	f, err := os.Open(n.Path)

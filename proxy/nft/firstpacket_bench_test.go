@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubebus/kubebus/proxy/rules"
 	"github.com/kubebus/kubebus/test/harness/netns"
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 // The real Service of BenchmarkFirstPacket: a ClusterIP outside cluster(n)'s
@@ -51,7 +52,7 @@ const fpName = "pod-a"
 // timed connection.
 func BenchmarkFirstPacket(b *testing.B) {
 	if os.Geteuid() != 0 {
-		b.Skip("needs root to create network namespaces")
+		prereq.Missing(b, "needs root to create network namespaces")
 	}
 	node, pod, client := netns.New(b), netns.New(b), netns.New(b)
 	netns.Link(b, node, pod, "pa", "10.244.1.1", fpPod.Addr().String())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubebus/kubebus/proxy/rules"
 	"github.com/kubebus/kubebus/test/harness/netns"
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 func needRoot(t *testing.T) {
@@ -26,10 +27,10 @@ func needRoot(t *testing.T) {
 		t.Skip("integration test skipped under -short")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
+		prereq.Missing(t, "needs root to create network namespaces")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs the ip tool")
+		prereq.Missing(t, "needs the ip tool (Debian package iproute2)")
 	}
 }
 

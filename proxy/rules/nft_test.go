@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kubebus/kubebus/test/harness/netns"
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 // TestIntegrationGoldenFilesLoad has nft check (-c: parse and validate in
@@ -18,10 +19,10 @@ func TestIntegrationGoldenFilesLoad(t *testing.T) {
 		t.Skip("integration test skipped under -short")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a network namespace")
+		prereq.Missing(t, "needs root to create a network namespace")
 	}
 	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("needs the nft tool")
+		prereq.Missing(t, "needs the nft tool (Debian package nftables)")
 	}
 	n := netns.New(t)
 	files, err := filepath.Glob("testdata/*.golden")

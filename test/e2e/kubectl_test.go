@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubebus/kubebus/test/harness"
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 // TestIntegrationKubectl drives one server with the stock kubectl dispatcher
@@ -44,7 +45,7 @@ func TestIntegrationKubectl(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			bin := b.find(t)
 			if bin == "" {
-				t.Skip("kubectl.1.32 not found on PATH or beside the stock kubectl")
+				prereq.Missing(t, "kubectl.1.32 not found on PATH or beside the stock kubectl")
 			}
 			k := kubectl{s: s, bin: bin, ns: b.ns}
 			wantLines(t, k.must(t, "create", "namespace", k.ns), "namespace/"+k.ns+" created")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubebus/kubebus/kubelet/cni"
 	"github.com/kubebus/kubebus/test/harness/ociimage"
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 // NodeNetNS creates a network namespace for a node's pod network (its
@@ -28,7 +29,7 @@ import (
 func NodeNetNS(t testing.TB) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("creating network namespaces needs root")
+		prereq.Missing(t, "creating network namespaces needs root")
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)

@@ -23,6 +23,7 @@ import (
 	"github.com/kubebus/kubebus/kubelet/cni"
 	"github.com/kubebus/kubebus/test/harness/netns"
 	"github.com/kubebus/kubebus/test/harness/ociimage"
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 // requireContainerd skips unless the test can run containers: root,
@@ -33,20 +34,20 @@ func requireContainerd(t *testing.T) {
 		t.Skip("integration test skipped under -short")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to run containerd, runc and network namespaces")
+		prereq.Missing(t, "needs root to run containerd, runc and network namespaces")
 	}
 	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not on PATH (Debian packages containerd and runc)", bin)
+			prereq.Missing(t, "%s not on PATH (Debian packages containerd and runc)", bin)
 		}
 	}
 	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
 		if _, err := os.Stat("/opt/cni/bin/bridge"); err != nil {
-			t.Skip("CNI plugins not installed (Debian package containernetworking-plugins)")
+			prereq.Missing(t, "CNI plugins not installed (Debian package containernetworking-plugins)")
 		}
 	}
 	if _, err := ociimage.BusyboxImage(); err != nil {
-		t.Skip(err.Error())
+		prereq.Missing(t, "%v", err)
 	}
 }
 

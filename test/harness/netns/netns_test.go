@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 func TestLinesIn(t *testing.T) {
@@ -36,10 +38,10 @@ func TestIntegrationNode(t *testing.T) {
 		t.Skip("integration test skipped under -short")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
+		prereq.Missing(t, "needs root to create network namespaces")
 	}
 	if _, err := exec.LookPath("iptables-save"); err != nil {
-		t.Skip("iptables-save not installed")
+		prereq.Missing(t, "iptables-save not installed (Debian package iptables)")
 	}
 	n := New(t)
 	if !strings.HasPrefix(n.Name, Prefix) || n.Path != "/run/netns/"+n.Name {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/kubebus/kubebus/test/prereq"
 )
 
 func testImage() Image {
@@ -209,7 +211,7 @@ func TestBusybox(t *testing.T) {
 		if _, statErr := os.Stat(BusyboxPath); statErr == nil {
 			t.Fatalf("BusyboxArchive says missing but %s exists", BusyboxPath)
 		}
-		t.Skipf("%v", err)
+		prereq.Missing(t, "%v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
