@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -93,10 +94,17 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	// The node agent says at once when the runtime goes down or comes back.
+	var agentRef atomic.Pointer[node.Agent]
 	endpoint := o.runtimeEndpoint
 	var sup *containerd.Supervisor
 	if endpoint == "" {
-		sup, err = containerd.StartSupervisor(ctx, containerd.SupervisorConfig{Dir: filepath.Join(root, "containerd"), Logger: log})
+		sup, err = containerd.StartSupervisor(ctx, containerd.SupervisorConfig{Dir: filepath.Join(root, "containerd"), Logger: log,
+			OnChange: func(bool) {
+				if a := agentRef.Load(); a != nil {
+					a.Poke()
+				}
+			}})
 		if err != nil {
 			return err
 		}
@@ -164,6 +172,7 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 			return h
 		},
 	}
+	agentRef.Store(nodeAgent)
 	errc := make(chan error, 4)
 	var wg sync.WaitGroup
 	wg.Add(1)

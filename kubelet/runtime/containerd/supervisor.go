@@ -41,6 +41,9 @@ type SupervisorConfig struct {
 	StopTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// OnChange, when set, is called when containerd exits (false) and
+	// when a restart serves again (true), so the node can say so at once.
+	OnChange func(serving bool)
 }
 
 func (c *SupervisorConfig) validate() error {
@@ -272,6 +275,7 @@ func (s *Supervisor) supervise(ctx context.Context, exited <-chan error) {
 			return
 		case err := <-exited:
 			s.cfg.Logger.Error("containerd exited; restarting", "pid", cmd.Process.Pid, "err", err, "backoff", backoff)
+			s.changed(false)
 		}
 		for {
 			select {
@@ -289,11 +293,18 @@ func (s *Supervisor) supervise(ctx context.Context, exited <-chan error) {
 				s.restarts++
 				s.mu.Unlock()
 				backoff = time.Second
+				s.changed(true)
 				break
 			}
 			s.cfg.Logger.Error("restarting containerd", "err", err)
 			backoff = min(2*backoff, 30*time.Second)
 		}
+	}
+}
+
+func (s *Supervisor) changed(serving bool) {
+	if s.cfg.OnChange != nil {
+		s.cfg.OnChange(serving)
 	}
 }
 
