@@ -3,12 +3,14 @@ package apiserver
 import (
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/munnerz/goautoneg"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -217,6 +219,11 @@ func writeOut(w http.ResponseWriter, out output, code int, v any) {
 func render(res *resource.Resource, out output, objs []runtime.Object, list runtime.Object, lm metav1.ListMeta) (any, error) {
 	switch out.kind {
 	case outTable:
+		switch out.includeOb {
+		case metav1.IncludeNone, metav1.IncludeObject, metav1.IncludeMetadata, "":
+		default:
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("unrecognized includeObject value: %q", out.includeOb))
+		}
 		t, err := printers.Table(printers.For(res.GVK.GroupKind()), objs, out.includeOb, time.Now())
 		if err != nil {
 			return nil, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestNegotiate(t *testing.T) {
@@ -139,5 +140,17 @@ func TestWriteOut(t *testing.T) {
 				t.Errorf("body %q, want %q", body, tc.wantBody)
 			}
 		})
+	}
+}
+
+func TestRenderTableIncludeObject(t *testing.T) {
+	t.Parallel()
+	cms := builtin(t, "configmaps")
+	cm := cms.New()
+	for policy, code := range map[metav1.IncludeObjectPolicy]int32{"": 0, metav1.IncludeNone: 0, metav1.IncludeObject: 0, metav1.IncludeMetadata: 0, "Everything": 400} {
+		_, err := render(cms, output{kind: outTable, tableGV: "meta.k8s.io/v1", includeOb: policy}, []runtime.Object{cm}, nil, metav1.ListMeta{})
+		if got := statusCode(t, err); got != code {
+			t.Errorf("includeObject=%q: code %d (%v), want %d", policy, got, err, code)
+		}
 	}
 }

@@ -59,15 +59,7 @@ func isWatch(q url.Values) bool {
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, opts); err == nil {
 		return opts.Watch
 	}
-	vals := q["watch"]
-	if len(vals) == 0 {
-		return false
-	}
-	switch strings.ToLower(vals[0]) {
-	case "false", "0":
-		return false
-	}
-	return true
+	return queryBool(q, "watch")
 }
 
 // decodeValid decodes a query into opts and validates them with validate.

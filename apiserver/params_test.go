@@ -153,12 +153,7 @@ func TestDeleteOptions(t *testing.T) {
 
 func TestParseWatchRequest(t *testing.T) {
 	t.Parallel()
-	var pods *resource.Resource
-	for _, r := range resource.Builtin() {
-		if r.Plural == "pods" {
-			pods = r
-		}
-	}
+	pods := builtin(t, "pods")
 	tests := []struct {
 		name, query, pathName string
 		code                  int32
@@ -192,4 +187,16 @@ func TestParseWatchRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// builtin returns the built-in resource with the plural name.
+func builtin(t *testing.T, plural string) *resource.Resource {
+	t.Helper()
+	for _, r := range resource.Builtin() {
+		if r.Plural == plural {
+			return r
+		}
+	}
+	t.Fatalf("no built-in resource %s", plural)
+	return nil
 }
