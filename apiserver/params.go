@@ -51,14 +51,12 @@ func listOptions(q url.Values, watch bool) (*metainternalversion.ListOptions, er
 	return opts, nil
 }
 
-// isWatch reports whether a GET of a collection is a watch, as upstream's
-// request-info parsing decides: from the decoded ListOptions, or, when the
-// query does not decode, from the first watch value alone.
+// isWatch reports whether a GET of a collection is a watch. Upstream's
+// request-info parsing decodes the whole ListOptions and, when the query
+// does not decode, falls back to the first watch value; both paths read
+// watch with the codec's bool rule (queryBool), so that rule alone gives
+// the same answer without parsing the selectors twice.
 func isWatch(q url.Values) bool {
-	opts := &metainternalversion.ListOptions{}
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, opts); err == nil {
-		return opts.Watch
-	}
 	return queryBool(q, "watch")
 }
 
