@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -72,6 +73,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	ctx := withManager(r.Context(), managerOf(r))
+	if !longRunning(ri) {
+		timeout, err := requestTimeout(r.URL.Query())
+		if err != nil {
+			s.writeError(rec, r, err)
+			return
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	r = r.WithContext(ctx)
 	attrs := auth.Attributes{
 		User: auth.UserFrom(ctx), Verb: ri.Verb, APIGroup: ri.Group, Resource: ri.Resource,
@@ -93,6 +104,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	if err := s.dispatch(rec, r, ri, res); err != nil {
 		s.writeError(rec, r, err)
 	}
+}
+
+// longRunning reports whether a request streams with no deadline of its
+// own: watches and pods/log, as upstream.
+func longRunning(ri RequestInfo) bool {
+	return ri.Verb == "watch" || ri.Subresource == string(resource.Log)
 }
 
 // checkScope rejects paths whose namespace part does not fit the resource.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -101,6 +102,29 @@ func validateDeleteOptions(opts *metav1.DeleteOptions) error {
 		return invalidOptions("DeleteOptions", errs)
 	}
 	return nil
+}
+
+// maxRequestTimeout is upstream's default --request-timeout: the longest a
+// request that is not long-running (a watch, pods/log) may take.
+const maxRequestTimeout = 60 * time.Second
+
+// requestTimeout reads the timeout query parameter (a Go duration, as
+// client-go's rest.Config.Timeout sends it) as upstream's request-deadline
+// filter does: a bad value is a 400; zero, none or more than the maximum
+// means the maximum.
+func requestTimeout(q url.Values) (time.Duration, error) {
+	v := q.Get("timeout")
+	if v == "" {
+		return maxRequestTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, apierrors.NewBadRequest("invalid timeout specified in the request URL - " + err.Error())
+	}
+	if d <= 0 || d > maxRequestTimeout {
+		return maxRequestTimeout, nil
+	}
+	return d, nil
 }
 
 // mediaTypeOf is the media type of a Content-Type header without parameters.

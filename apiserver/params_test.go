@@ -200,3 +200,20 @@ func builtin(t *testing.T, plural string) *resource.Resource {
 	t.Fatalf("no built-in resource %s", plural)
 	return nil
 }
+
+func TestRequestTimeout(t *testing.T) {
+	t.Parallel()
+	for query, want := range map[string]time.Duration{
+		"": maxRequestTimeout, "timeout=5s": 5 * time.Second, "timeout=1m30s": maxRequestTimeout,
+		"timeout=0s": maxRequestTimeout, "timeout=-3s": maxRequestTimeout, "timeout=250ms": 250 * time.Millisecond,
+	} {
+		q, _ := url.ParseQuery(query)
+		if got, err := requestTimeout(q); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", query, got, err, want)
+		}
+	}
+	q, _ := url.ParseQuery("timeout=soon")
+	if _, err := requestTimeout(q); statusCode(t, err) != 400 || !strings.Contains(err.Error(), "invalid timeout specified in the request URL") {
+		t.Errorf("timeout=soon: %v", err)
+	}
+}

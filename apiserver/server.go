@@ -224,15 +224,13 @@ func (s *Server) lookup(ri RequestInfo) (*resource.Resource, error) {
 // limit takes an in-flight slot or fails with 429. Long-running requests
 // (watches and pods/log) take none, as upstream.
 func (s *Server) limit(ri RequestInfo) (release func(), err error) {
-	if ri.Subresource == string(resource.Log) {
+	if longRunning(ri) {
 		return func() {}, nil
 	}
 	ch := s.readOnly
 	switch ri.Verb {
 	case "create", "update", "patch", "delete", "deletecollection":
 		ch = s.mutating
-	case "watch":
-		return func() {}, nil
 	}
 	select {
 	case ch <- struct{}{}:

@@ -260,6 +260,9 @@ func TestIntegrationCurl(t *testing.T) {
 			{"/api/v1/namespaces/" + ns + "/configmaps?watch=1&timeoutSeconds=soon", 400},
 			{"/api/v1/namespaces/" + ns + "/configmaps?resourceVersionMatch=Exact", 422},
 			{"/api/v1/namespaces/" + ns + "/configmaps?limit=-1", 200}, // upstream lists everything
+			{"/api/v1/namespaces/" + ns + "/configmaps?timeout=soon", 400},
+			{"/api/v1/namespaces/" + ns + "/configmaps?timeout=5s", 200},
+			{"/api/v1/namespaces/" + ns + "?fieldSelector=%3D%3D%3D", 200}, // a get reads GetOptions only
 		} {
 			if r := c.do(t, tc.path); r.code != tc.code {
 				t.Errorf("GET %s: HTTP %d, want %d: %s", tc.path, r.code, tc.code, truncate([]byte(r.body)))
