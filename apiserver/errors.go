@@ -80,7 +80,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	// acceptable, and JSON for protobuf clients (they decode by Content-Type).
 	out, nerr := negotiate(r)
 	if nerr != nil || out.protobuf {
-		out = output{pretty: out.pretty}
+		out = output{pretty: prettyPrint(r)}
 	}
 	out.kind = outObject
 	writeOut(w, out, int(st.Code), &st)

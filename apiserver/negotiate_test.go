@@ -108,6 +108,10 @@ func TestWriteOut(t *testing.T) {
 		{name: "small response is not compressed", out: output{gzip: true}, v: small, wantType: "application/json", wantBody: `{"metadata":{},"message":"small"}`},
 		{name: "large response is compressed", out: output{gzip: true}, v: big, wantType: "application/json", wantGzip: true},
 		{name: "large response without gzip", out: output{}, v: big, wantType: "application/json"},
+		{name: "protobuf", out: output{protobuf: true}, v: &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}},
+			wantType: "application/vnd.kubernetes.protobuf"},
+		{name: "protobuf of an object without apiVersion is JSON", out: output{protobuf: true},
+			v: &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}}, wantType: "application/json", wantBody: `{"kind":"APIVersions","versions":null,"serverAddressByClientCIDRs":null}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,11 @@ func encodeProtobuf(obj runtime.Object) ([]byte, error) {
 		return nil, fmt.Errorf("encoding %T as protobuf: %w", obj, err)
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Version == "" || gvk.Kind == "" {
+		// Without apiVersion and kind the envelope cannot be decoded (/api's
+		// APIVersions has no apiVersion); the caller answers in JSON.
+		return nil, fmt.Errorf("%T has no apiVersion and kind for a protobuf envelope", obj)
+	}
 	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, Raw: raw}
 	body, err := unk.Marshal()
 	if err != nil {
