@@ -53,20 +53,23 @@ var servedMediaTypes = []struct{ typ, sub string }{
 // negotiate reads the Accept header as upstream's content negotiation
 // does: clauses by descending quality and specificity, each tried against
 // the served types in order; the first combination whose parameters the
-// server can honour wins. No Accept header means JSON; an Accept header
-// nothing matches is a 406.
+// server can honour wins. A type whose most specific clause has q=0 is
+// refused even where a wildcard would take it (RFC 9110). No Accept header
+// means JSON; an Accept header nothing matches is a 406.
 func negotiate(r *http.Request) (output, error) {
 	base := output{pretty: prettyPrint(r), gzip: acceptsGzip(r)}
 	accept := r.Header.Get("Accept")
 	if accept == "" {
 		return base, nil
 	}
-	for _, clause := range goautoneg.ParseAccept(accept) {
+	clauses := goautoneg.ParseAccept(accept)
+	refused := refusedMediaTypes(clauses)
+	for _, clause := range clauses {
 		if clause.Q <= 0 {
-			continue // q=0: not acceptable (RFC 9110)
+			continue
 		}
-		for _, mt := range servedMediaTypes {
-			if !(clause.Type == mt.typ && (clause.SubType == mt.sub || clause.SubType == "*") || clause.Type == "*" && clause.SubType == "*") {
+		for i, mt := range servedMediaTypes {
+			if refused[i] || specificity(clause, mt.typ, mt.sub) < 0 {
 				continue
 			}
 			if o, ok := mediaTypeOutput(base, mt.sub, clause.Params, r); ok {
@@ -75,6 +78,35 @@ func negotiate(r *http.Request) (output, error) {
 		}
 	}
 	return output{}, errNotAcceptable(accept)
+}
+
+// refusedMediaTypes reports, per served type, whether its most specific
+// matching clause has q=0.
+func refusedMediaTypes(clauses []goautoneg.Accept) []bool {
+	refused := make([]bool, len(servedMediaTypes))
+	for i, mt := range servedMediaTypes {
+		best := -1
+		for _, c := range clauses {
+			if spec := specificity(c, mt.typ, mt.sub); spec > best {
+				best, refused[i] = spec, c.Q <= 0
+			}
+		}
+	}
+	return refused
+}
+
+// specificity ranks how a clause matches a type: 2 exactly, 1 by type/*,
+// 0 by */*, -1 not at all.
+func specificity(c goautoneg.Accept, typ, sub string) int {
+	switch {
+	case c.Type == typ && c.SubType == sub:
+		return 2
+	case c.Type == typ && c.SubType == "*":
+		return 1
+	case c.Type == "*" && c.SubType == "*":
+		return 0
+	}
+	return -1
 }
 
 // mediaTypeOutput applies an Accept clause's parameters to the served type

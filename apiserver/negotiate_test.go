@@ -33,6 +33,8 @@ func TestNegotiate(t *testing.T) {
 		{name: "client-go protobuf", accept: "application/vnd.kubernetes.protobuf, */*", want: want{protobuf: true}},
 		{name: "unknown then json", accept: "text/html, application/json;q=0.2", want: want{}},
 		{name: "q=0 refuses", accept: "application/json;q=0", notAcceptable: true},
+		{name: "q=0 refuses a type a wildcard would take", accept: "application/json;q=0, */*", want: want{yaml: true}},
+		{name: "q=0 on a wildcard, a type named", accept: "*/*;q=0, application/yaml;q=0.5", want: want{yaml: true}},
 		{name: "unknown only", accept: "application/xml", notAcceptable: true},
 		{name: "text wildcard", accept: "text/*", notAcceptable: true},
 		{name: "table", accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json", want: want{kind: outTable}},
