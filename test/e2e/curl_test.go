@@ -242,7 +242,15 @@ func TestIntegrationCurl(t *testing.T) {
 		if table.Kind != "Table" || len(table.Rows) != 1 {
 			t.Errorf("as=Table: kind %q, %d rows", table.Kind, len(table.Rows))
 		}
-		for _, accept := range []string{"application/xml", "text/html;q=0.9, image/png", "application/json;q=0"} {
+		// Errors come in the negotiated encoding too.
+		if r := c.do(t, path+"/nothing-here", "-H", "Accept: application/yaml"); r.code != 404 || r.headers.Get("Content-Type") != "application/yaml" || !strings.Contains(r.body, "reason: NotFound") {
+			t.Errorf("a 404 for a YAML client: %d %q %q", r.code, r.headers.Get("Content-Type"), truncate([]byte(r.body)))
+		}
+		// Upstream has no YAML watch framing: a watch that prefers YAML is a 406.
+		if r := c.do(t, "/api/v1/namespaces/"+ns+"/configmaps?watch=1", "-H", "Accept: application/yaml, application/json;q=0.5"); r.code != 406 {
+			t.Errorf("a YAML watch: HTTP %d %q", r.code, truncate([]byte(r.body)))
+		}
+		for _, accept := range []string{"application/xml", "text/html;q=0.9, image/png", "application/json;q=0", "application/json;q=0, application/yaml;q=0, application/vnd.kubernetes.protobuf;q=0, */*"} {
 			var st metav1.Status
 			c.do(t, path, "-H", "Accept: "+accept).mustJSON(t, accept, 406, &st)
 			if st.Reason != metav1.StatusReasonNotAcceptable {
