@@ -199,27 +199,19 @@ func decodeJSON(data []byte, obj any, directive string) ([]string, error) {
 	}
 }
 
-// fieldValidation returns the request's directive, or an error for a bad one.
+// fieldValidation returns the request's directive: Strict, Warn (the
+// default) or Ignore. dispatch has validated the query (checkWriteOptions).
 func fieldValidation(r *http.Request) (string, error) {
-	v := r.URL.Query().Get("fieldValidation")
-	switch v {
-	case "", metav1.FieldValidationWarn:
-		return metav1.FieldValidationWarn, nil
-	case metav1.FieldValidationStrict, metav1.FieldValidationIgnore:
+	if v := r.URL.Query().Get("fieldValidation"); v != "" {
 		return v, nil
 	}
-	return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn, Strict, not %q", v))
+	return metav1.FieldValidationWarn, nil
 }
 
-// dryRun reports whether the request asks for dryRun=All.
+// dryRun reports whether the request asks for dryRun=All (the only value
+// checkWriteOptions lets through).
 func dryRun(r *http.Request) (bool, error) {
-	vals := r.URL.Query()["dryRun"]
-	for _, v := range vals {
-		if v != metav1.DryRunAll {
-			return false, apierrors.NewBadRequest(fmt.Sprintf("dryRun must be All, not %q", v))
-		}
-	}
-	return len(vals) > 0, nil
+	return len(r.URL.Query()["dryRun"]) > 0, nil
 }
 
 // checkTypeMeta rejects a body whose apiVersion or kind is not the resource's.

@@ -25,53 +25,27 @@ const (
 	finalizerForeground = metav1.FinalizerDeleteDependents
 )
 
-// parseDeleteOptions reads DeleteOptions from the body (if any) and the query.
+// parseDeleteOptions reads DeleteOptions as upstream does: from the body
+// when there is one, else from the query; then validates them.
 func parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
-	opts := &metav1.DeleteOptions{}
 	body, err := readBody(r)
 	if err != nil {
 		return nil, err
 	}
+	opts := &metav1.DeleteOptions{}
 	if len(body) > 0 {
 		if _, err := decodeRequest(r, body, opts, metav1.FieldValidationStrict); err != nil {
 			return nil, err
 		}
+	} else if err := decodeParams(r.URL.Query(), opts); err != nil {
+		return nil, err
 	}
-	q := r.URL.Query()
-	if g := q.Get("gracePeriodSeconds"); g != "" {
-		n, err := strconv.ParseInt(g, 10, 64)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("gracePeriodSeconds must be an integer, not %q", g))
-		}
-		opts.GracePeriodSeconds = &n
-	}
-	if p := q.Get("propagationPolicy"); p != "" {
-		pp := metav1.DeletionPropagation(p)
-		opts.PropagationPolicy = &pp
-	}
-	if o := q.Get("orphanDependents"); o != "" {
-		b := isTrue(o)
-		opts.OrphanDependents = &b
-	}
-	opts.DryRun = append(opts.DryRun, q["dryRun"]...)
-	for _, d := range opts.DryRun {
-		if d != metav1.DryRunAll {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("dryRun must be All, not %q", d))
-		}
+	if err := validateDeleteOptions(opts); err != nil {
+		return nil, err
 	}
 	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
 		zero := int64(0)
 		opts.GracePeriodSeconds = &zero
-	}
-	if opts.PropagationPolicy != nil {
-		switch *opts.PropagationPolicy {
-		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
-		default:
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy must be Orphan, Background or Foreground, not %q", *opts.PropagationPolicy))
-		}
-		if opts.OrphanDependents != nil {
-			return nil, apierrors.NewBadRequest("orphanDependents and propagationPolicy cannot both be set")
-		}
 	}
 	return opts, nil
 }

@@ -48,12 +48,21 @@ func (s *Server) groupVersions() []schema.GroupVersion {
 	return gvs
 }
 
-func (s *Server) serveVersion(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, Version)
+// serveVersion answers /version as upstream: indented JSON whatever the
+// Accept header says.
+func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
+	writeOut(w, output{pretty: true, gzip: acceptsGzip(r)}, http.StatusOK, Version)
+}
+
+// serveDiscovery writes a discovery document in the negotiated encoding.
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, v any) {
+	if err := writeNegotiated(w, r, http.StatusOK, v); err != nil {
+		s.writeError(w, r, err)
+	}
 }
 
 func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, &metav1.APIVersions{
+	s.serveDiscovery(w, r, &metav1.APIVersions{
 		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 		Versions: []string{"v1"},
 		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
@@ -76,7 +85,7 @@ func (s *Server) apiGroup(group string) (metav1.APIGroup, bool) {
 	return g, len(g.Versions) > 0
 }
 
-func (s *Server) serveAPIGroupList(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveAPIGroupList(w http.ResponseWriter, r *http.Request) {
 	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 	seen := map[string]bool{}
 	for _, gv := range s.groupVersions() {
@@ -87,7 +96,7 @@ func (s *Server) serveAPIGroupList(w http.ResponseWriter, _ *http.Request) {
 		g, _ := s.apiGroup(gv.Group)
 		list.Groups = append(list.Groups, g)
 	}
-	writeJSON(w, http.StatusOK, list)
+	s.serveDiscovery(w, r, list)
 }
 
 func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request) {
@@ -96,7 +105,7 @@ func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
 		return
 	}
-	writeJSON(w, http.StatusOK, &g)
+	s.serveDiscovery(w, r, &g)
 }
 
 // serveResourceList answers /api/v1 and /apis/<group>/<version>.
@@ -127,7 +136,7 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
 		return
 	}
-	writeJSON(w, http.StatusOK, list)
+	s.serveDiscovery(w, r, list)
 }
 
 // readyChecks returns every readiness check: etcd plus the configured ones.

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
@@ -71,6 +73,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	ctx := withManager(r.Context(), managerOf(r))
+	if !longRunning(ri) {
+		timeout, err := requestTimeout(r.URL.Query())
+		if err != nil {
+			s.writeError(rec, r, err)
+			return
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	r = r.WithContext(ctx)
 	attrs := auth.Attributes{
 		User: auth.UserFrom(ctx), Verb: ri.Verb, APIGroup: ri.Group, Resource: ri.Resource,
@@ -85,9 +97,19 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, apierrors.NewForbidden(res.GroupResource(), ri.Name, errors.New(reason)))
 		return
 	}
+	if err := checkOptions(r, ri); err != nil {
+		s.writeError(rec, r, err)
+		return
+	}
 	if err := s.dispatch(rec, r, ri, res); err != nil {
 		s.writeError(rec, r, err)
 	}
+}
+
+// longRunning reports whether a request streams with no deadline of its
+// own: watches and pods/log, as upstream.
+func longRunning(ri RequestInfo) bool {
+	return ri.Verb == "watch" || ri.Subresource == string(resource.Log)
 }
 
 // checkScope rejects paths whose namespace part does not fit the resource.
@@ -100,6 +122,22 @@ func (s *Server) checkScope(res *resource.Resource, ri RequestInfo) error {
 	}
 	if res.Namespaced && ri.Namespace == "" && ri.Name != "" {
 		return apierrors.NewBadRequest("the server could not find the requested resource: a namespace is required for " + res.Plural)
+	}
+	return nil
+}
+
+// checkOptions decodes and validates the query of a get, create, update or
+// patch as upstream does; lists, watches and deletes check theirs in their
+// handlers, which use them.
+func checkOptions(r *http.Request, ri RequestInfo) error {
+	switch ri.Verb {
+	case "get":
+		if ri.Subresource == string(resource.Log) {
+			return nil // PodLogOptions, read by the handler
+		}
+		return decodeParams(r.URL.Query(), &metav1.GetOptions{})
+	case "create", "update", "patch":
+		return checkWriteOptions(r, ri.Verb)
 	}
 	return nil
 }

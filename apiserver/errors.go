@@ -76,7 +76,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if st.Code == http.StatusTooManyRequests || st.Code == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, int(st.Code), &st)
+	// In the negotiated encoding, as upstream; JSON when nothing is
+	// acceptable, and JSON for protobuf clients (they decode by Content-Type).
+	out, nerr := negotiate(r)
+	if nerr != nil || out.protobuf {
+		out = output{pretty: prettyPrint(r)}
+	}
+	out.kind = outObject
+	writeOut(w, out, int(st.Code), &st)
 }
 
 var _ = slog.LevelInfo

@@ -12,12 +12,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubebus/kubebus/apiserver/resource"
 )
@@ -44,17 +43,16 @@ func (sel selection) matches(res *resource.Resource, obj runtime.Object) bool {
 	return sel.fields.Empty() || sel.fields.Matches(res.FieldSet(obj))
 }
 
-// parseSelection reads labelSelector and fieldSelector and checks that every
-// field the selector names is one the resource supports.
-func parseSelection(res *resource.Resource, r *http.Request) (selection, error) {
-	q := r.URL.Query()
-	ls, err := labels.Parse(q.Get("labelSelector"))
-	if err != nil {
-		return selection{}, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+// parseSelection takes the label and field selectors of decoded
+// ListOptions and checks that every field the selector names is one the
+// resource supports.
+func parseSelection(res *resource.Resource, opts *metainternalversion.ListOptions) (selection, error) {
+	ls, fs := opts.LabelSelector, opts.FieldSelector
+	if ls == nil {
+		ls = labels.Everything()
 	}
-	fs, err := fields.ParseSelector(q.Get("fieldSelector"))
-	if err != nil {
-		return selection{}, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+	if fs == nil {
+		fs = fields.Everything()
 	}
 	if !fs.Empty() {
 		known := res.FieldSet(res.New())
@@ -104,34 +102,27 @@ type listRequest struct {
 	start    string // key to start at
 }
 
+// parseListRequest reads a list's query (also a deletecollection's) as
+// upstream does; a limit of zero or less lists everything.
 func parseListRequest(res *resource.Resource, r *http.Request, prefix string) (listRequest, error) {
-	q := r.URL.Query()
-	sel, err := parseSelection(res, r)
+	opts, err := listOptions(r.URL.Query(), false)
+	if err != nil {
+		return listRequest{}, err
+	}
+	sel, err := parseSelection(res, opts)
 	if err != nil {
 		return listRequest{}, err
 	}
 	lr := listRequest{sel: sel}
-	if l := q.Get("limit"); l != "" {
-		lr.limit, err = strconv.ParseInt(l, 10, 64)
-		if err != nil || lr.limit < 0 {
-			return lr, apierrors.NewBadRequest(fmt.Sprintf("limit must be a non-negative integer, not %q", l))
-		}
+	if opts.Limit > 0 {
+		lr.limit = opts.Limit
 	}
-	rv, match := q.Get("resourceVersion"), q.Get("resourceVersionMatch")
-	switch match {
-	case "", string(metav1.ResourceVersionMatchNotOlderThan), string(metav1.ResourceVersionMatchExact):
-	default:
-		return lr, apierrors.NewBadRequest(fmt.Sprintf("resourceVersionMatch must be NotOlderThan or Exact, not %q", match))
-	}
-	if match != "" && (rv == "" || (rv == "0" && match == string(metav1.ResourceVersionMatchExact))) {
-		return lr, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", field.ErrorList{
-			field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch is forbidden unless resourceVersion is provided (and not 0 for Exact)")})
-	}
-	if c := q.Get("continue"); c != "" {
+	rv := opts.ResourceVersion
+	if opts.Continue != "" {
 		if rv != "" && rv != "0" {
 			return lr, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
-		tok, err := decodeContinue(c)
+		tok, err := decodeContinue(opts.Continue)
 		if err != nil {
 			return lr, err
 		}
@@ -143,10 +134,7 @@ func parseListRequest(res *resource.Resource, r *http.Request, prefix string) (l
 		if err != nil || n < 0 {
 			return lr, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rv))
 		}
-		if match == string(metav1.ResourceVersionMatchExact) {
-			if n == 0 {
-				return lr, apierrors.NewBadRequest("resourceVersionMatch Exact needs a resourceVersion")
-			}
+		if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
 			lr.revision = n
 		}
 	}

@@ -196,15 +196,16 @@ func podLogOptions(q url.Values, name string) (*corev1.PodLogOptions, error) {
 	return opts, nil
 }
 
-// queryBool reads a boolean query parameter as upstream's conversion does:
-// absent is false; "false", "f" and "0" are false; anything else is true.
+// queryBool reads a boolean query parameter as upstream's conversion
+// (runtime.Convert_Slice_string_To_bool) does: absent is false; "0" and
+// "false" in any case are false; anything else, even empty, is true.
 func queryBool(q url.Values, name string) bool {
 	v, ok := q[name]
 	if !ok || len(v) == 0 {
 		return false
 	}
 	switch strings.ToLower(v[0]) {
-	case "false", "f", "0":
+	case "false", "0":
 		return false
 	}
 	return true

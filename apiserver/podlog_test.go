@@ -23,6 +23,7 @@ func TestPodLogOptions(t *testing.T) {
 		{query: "", want: ""},
 		{query: "container=app&follow=true&previous=true&timestamps=true", want: "follow=true&previous=true&timestamps=true"},
 		{query: "follow=false&previous=0", want: ""},
+		{query: "follow=True&previous=t&timestamps=FALSE", want: "follow=true&previous=true"},
 		{query: "tailLines=10&limitBytes=100&sinceSeconds=5", want: "limitBytes=100&sinceSeconds=5&tailLines=10"},
 		{query: "sinceTime=2026-11-22T10:00:00%2B01:00", want: "sinceTime=2026-11-22T09%3A00%3A00Z"},
 		{query: "tailLines=ten", wantCode: 400, wantMsg: `tailLines: "ten" is not an integer`},

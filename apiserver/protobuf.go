@@ -3,7 +3,6 @@ package apiserver
 import (
 	"encoding/binary"
 	"fmt"
-	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,25 +31,17 @@ func encodeProtobuf(obj runtime.Object) ([]byte, error) {
 		return nil, fmt.Errorf("encoding %T as protobuf: %w", obj, err)
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Version == "" || gvk.Kind == "" {
+		// Without apiVersion and kind the envelope cannot be decoded (/api's
+		// APIVersions has no apiVersion); the caller answers in JSON.
+		return nil, fmt.Errorf("%T has no apiVersion and kind for a protobuf envelope", obj)
+	}
 	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, Raw: raw}
 	body, err := unk.Marshal()
 	if err != nil {
 		return nil, err
 	}
 	return append(append(make([]byte, 0, len(protobufMagic)+len(body)), protobufMagic...), body...), nil
-}
-
-// writeProtobuf writes obj as protobuf; it falls back to JSON for types
-// without a protobuf form (Status is always JSON, which clients accept).
-func writeProtobuf(w http.ResponseWriter, code int, obj runtime.Object) {
-	data, err := encodeProtobuf(obj)
-	if err != nil {
-		writeJSON(w, code, obj)
-		return
-	}
-	w.Header().Set("Content-Type", protobufMediaType)
-	w.WriteHeader(code)
-	_, _ = w.Write(data)
 }
 
 // protobufWatchFrame frames one watch event for a protobuf watch stream.

@@ -20,8 +20,12 @@ type RequestInfo struct {
 // so /namespaces/foo/status is not the resource "status" in namespace foo.
 var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 
-// parseRequestInfo reads a path under /api/v1 or /apis/<group>/<version>.
-// ok is false when the path is not a resource path.
+// parseRequestInfo reads a path under /api/v1 or /apis/<group>/<version>
+// as upstream's request-info parser does: a trailing slash is ignored, the
+// deprecated /watch/ path prefix makes a watch, and a GET of a collection
+// is a watch when the query's watch parameter decodes as true (watch=1,
+// watch=true, watch=True ...). ok is false when the path is not a
+// resource path this server serves.
 func parseRequestInfo(r *http.Request) (RequestInfo, bool) {
 	parts := splitPath(r.URL.Path)
 	var ri RequestInfo
@@ -34,6 +38,13 @@ func parseRequestInfo(r *http.Request) (RequestInfo, bool) {
 		parts = parts[3:]
 	default:
 		return ri, false
+	}
+	if parts[0] == "watch" {
+		if len(parts) < 2 {
+			return ri, false
+		}
+		ri.Verb = "watch"
+		parts = parts[1:]
 	}
 	if parts[0] == "namespaces" && len(parts) > 1 {
 		ri.Namespace = parts[1]
@@ -50,36 +61,39 @@ func parseRequestInfo(r *http.Request) (RequestInfo, bool) {
 	if len(parts) > 2 {
 		ri.Subresource = parts[2]
 	}
-	if len(parts) > 3 {
+	if len(parts) > 3 || (ri.Verb == "watch" && (ri.Subresource != "" || r.Method != http.MethodGet)) {
 		return ri, false
 	}
-	q := r.URL.Query()
+	if ri.Verb == "" {
+		ri.Verb = verbOf(r, ri.Name)
+	}
+	return ri, true
+}
+
+// verbOf is the verb of a request without the /watch/ prefix.
+func verbOf(r *http.Request, name string) string {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		switch {
-		case ri.Name == "" && isTrue(q.Get("watch")):
-			ri.Verb = "watch"
-		case ri.Name == "":
-			ri.Verb = "list"
-		default:
-			ri.Verb = "get"
+		case name == "" && isWatch(r.URL.Query()):
+			return "watch"
+		case name == "":
+			return "list"
 		}
+		return "get"
 	case http.MethodPost:
-		ri.Verb = "create"
+		return "create"
 	case http.MethodPut:
-		ri.Verb = "update"
+		return "update"
 	case http.MethodPatch:
-		ri.Verb = "patch"
+		return "patch"
 	case http.MethodDelete:
-		if ri.Name == "" {
-			ri.Verb = "deletecollection"
-		} else {
-			ri.Verb = "delete"
+		if name == "" {
+			return "deletecollection"
 		}
-	default:
-		ri.Verb = strings.ToLower(r.Method)
+		return "delete"
 	}
-	return ri, true
+	return strings.ToLower(r.Method)
 }
 
 func splitPath(p string) []string {
@@ -89,5 +103,3 @@ func splitPath(p string) []string {
 	}
 	return strings.Split(p, "/")
 }
-
-func isTrue(s string) bool { return s == "true" || s == "1" }

@@ -143,16 +143,19 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.recoverer, s.authenticate)
-	r.Get("/version", s.serveVersion)
 	r.Get("/livez", s.serveLive)
 	r.Get("/healthz", s.serveReady)
 	r.Get("/readyz", s.serveReady)
 	r.Handle("/metrics", s.cfg.Metrics.Handler())
-	r.Get("/api", s.serveAPIVersions)
-	r.Get("/apis", s.serveAPIGroupList)
-	r.Get("/api/v1", s.serveResourceList)
-	r.Get("/apis/{group}", s.serveAPIGroup)
-	r.Get("/apis/{group}/{version}", s.serveResourceList)
+	// Upstream serves these with and without a trailing slash.
+	for _, slash := range []string{"", "/"} {
+		r.Get("/version"+slash, s.serveVersion)
+		r.Get("/api"+slash, s.serveAPIVersions)
+		r.Get("/apis"+slash, s.serveAPIGroupList)
+		r.Get("/api/v1"+slash, s.serveResourceList)
+		r.Get("/apis/{group}"+slash, s.serveAPIGroup)
+		r.Get("/apis/{group}/{version}"+slash, s.serveResourceList)
+	}
 	r.Post("/apis/authentication.k8s.io/v1/selfsubjectreviews", s.serveSelfSubjectReview)
 	r.Handle("/api/v1/*", http.HandlerFunc(s.serveResource))
 	r.Handle("/apis/{group}/{version}/*", http.HandlerFunc(s.serveResource))
@@ -221,15 +224,13 @@ func (s *Server) lookup(ri RequestInfo) (*resource.Resource, error) {
 // limit takes an in-flight slot or fails with 429. Long-running requests
 // (watches and pods/log) take none, as upstream.
 func (s *Server) limit(ri RequestInfo) (release func(), err error) {
-	if ri.Subresource == string(resource.Log) {
+	if longRunning(ri) {
 		return func() {}, nil
 	}
 	ch := s.readOnly
 	switch ri.Verb {
 	case "create", "update", "patch", "delete", "deletecollection":
 		ch = s.mutating
-	case "watch":
-		return func() {}, nil
 	}
 	select {
 	case ch <- struct{}{}:

@@ -37,8 +37,7 @@ func (s *Server) getScale(w http.ResponseWriter, r *http.Request, ri RequestInfo
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, scaleOf(res, obj))
-	return nil
+	return writeNegotiated(w, r, http.StatusOK, scaleOf(res, obj))
 }
 
 // setScale writes a replica count from a Scale into the object.
@@ -83,8 +82,7 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, ri RequestI
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sc)
-	return nil
+	return writeNegotiated(w, r, http.StatusOK, sc)
 }
 
 func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource) error {
@@ -117,8 +115,7 @@ func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, ri RequestIn
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sc)
-	return nil
+	return writeNegotiated(w, r, http.StatusOK, sc)
 }
 
 // bind assigns a pod to a node, as POST pods/<name>/binding does upstream.

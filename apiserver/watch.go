@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -36,17 +37,31 @@ type watchRequest struct {
 	timeout       time.Duration
 }
 
-func parseWatchRequest(res *resource.Resource, r *http.Request) (watchRequest, error) {
-	q := r.URL.Query()
-	sel, err := parseSelection(res, r)
+// parseWatchRequest reads a watch's query as upstream does. name is set
+// for the deprecated /watch/.../<name> path form, which watches one object.
+func parseWatchRequest(res *resource.Resource, r *http.Request, name string) (watchRequest, error) {
+	opts, err := listOptions(r.URL.Query(), true)
 	if err != nil {
 		return watchRequest{}, err
 	}
-	wr := watchRequest{sel: sel, bookmarks: isTrue(q.Get("allowWatchBookmarks"))}
-	rv := q.Get("resourceVersion")
+	if name != "" {
+		if opts.FieldSelector != nil && !opts.FieldSelector.Empty() {
+			if selected, ok := opts.FieldSelector.RequiresExactMatch("metadata.name"); !ok || selected != name {
+				return watchRequest{}, apierrors.NewBadRequest("fieldSelector metadata.name doesn't match requested name")
+			}
+		} else {
+			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name)
+		}
+	}
+	sel, err := parseSelection(res, opts)
+	if err != nil {
+		return watchRequest{}, err
+	}
+	wr := watchRequest{sel: sel, bookmarks: opts.AllowWatchBookmarks}
+	rv := opts.ResourceVersion
 	switch {
-	case q.Has("sendInitialEvents"):
-		wr.initial = isTrue(q.Get("sendInitialEvents"))
+	case opts.SendInitialEvents != nil:
+		wr.initial = *opts.SendInitialEvents
 		wr.initialEndMrk = wr.initial
 		if wr.initial && !wr.bookmarks {
 			return wr, apierrors.NewBadRequest("sendInitialEvents requires allowWatchBookmarks=true")
@@ -68,16 +83,11 @@ func parseWatchRequest(res *resource.Resource, r *http.Request) (watchRequest, e
 		wr.fromRevision = n + 1
 	}
 	// Upstream spreads watch lifetimes between the minimum request timeout
-	// and twice it, so reconnects do not synchronise.
+	// and twice it, so reconnects do not synchronise; timeoutSeconds=0 (or
+	// none) means that default.
 	wr.timeout = time.Duration(1800+rand.IntN(1800)) * time.Second
-	if t := q.Get("timeoutSeconds"); t != "" {
-		n, err := strconv.ParseInt(t, 10, 64)
-		if err != nil || n < 0 {
-			return wr, apierrors.NewBadRequest(fmt.Sprintf("timeoutSeconds must be a non-negative integer, not %q", t))
-		}
-		if n > 0 {
-			wr.timeout = time.Duration(n) * time.Second
-		}
+	if t := opts.TimeoutSeconds; t != nil && *t > 0 {
+		wr.timeout = time.Duration(*t) * time.Second
 	}
 	return wr, nil
 }
@@ -87,7 +97,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 	if err != nil {
 		return err
 	}
-	wr, err := parseWatchRequest(res, r)
+	if out.yaml {
+		// Upstream has no YAML stream framing: a watch that prefers YAML is a 406.
+		return errNotAcceptable(r.Header.Get("Accept"))
+	}
+	wr, err := parseWatchRequest(res, r, ri.Name)
 	if err != nil {
 		return err
 	}

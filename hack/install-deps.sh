@@ -14,6 +14,10 @@ command -v ip >/dev/null || need_apt+=(iproute2)
 [ -x /bin/busybox ] && { ldd /bin/busybox 2>&1 || true; } | grep -q 'not a dynamic executable' || need_apt+=(busybox-static)
 # The CNI portmap and firewall plugins program iptables.
 command -v iptables >/dev/null || need_apt+=(iptables)
+# The client suites: the official Python client (Debian's /usr/bin/python3
+# imports it; a pyenv python on PATH would not) and curl.
+/usr/bin/python3 -c 'import kubernetes' >/dev/null 2>&1 || need_apt+=(python3-kubernetes)
+[ -x /usr/bin/curl ] || need_apt+=(curl)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

@@ -132,8 +132,9 @@ func TestIntegrationBadInput(t *testing.T) {
 			body: cmJSON("strict", `,"bogus":1`), wantCode: 400, wantReason: metav1.StatusReasonBadRequest, wantMessage: `unknown field "bogus"`},
 		{name: "unknown field with fieldValidation=Warn", method: "POST", path: base + "/configmaps?fieldValidation=Warn", contentType: jsonCT,
 			body: cmJSON("warned", `,"bogus":1`), wantCode: 201, wantWarning: "bogus", creates: "configmaps/warned"},
+		// Upstream validates CreateOptions and DeleteOptions and answers 422 on the field.
 		{name: "bad fieldValidation value", method: "POST", path: base + "/configmaps?fieldValidation=Sometimes", contentType: jsonCT,
-			body: cmJSON("sometimes", ""), wantCode: 400, wantReason: metav1.StatusReasonBadRequest},
+			body: cmJSON("sometimes", ""), wantCode: 422, wantReason: metav1.StatusReasonInvalid, wantCauses: []string{"fieldValidation"}},
 		{name: "bad continue token", method: "GET", path: base + "/configmaps?limit=1&continue=not-a-token",
 			wantCode: 400, wantReason: metav1.StatusReasonBadRequest},
 		{name: "limit that is not a number", method: "GET", path: base + "/configmaps?limit=lots",
@@ -153,6 +154,8 @@ func TestIntegrationBadInput(t *testing.T) {
 		{name: "Accept of only an unsupported type", method: "GET", path: base + "/configmaps/existing", accept: "application/xml",
 			wantCode: 406, wantReason: metav1.StatusReasonNotAcceptable},
 		{name: "bad propagationPolicy on delete", method: "DELETE", path: base + "/configmaps/existing?propagationPolicy=Sideways",
+			wantCode: 422, wantReason: metav1.StatusReasonInvalid, wantCauses: []string{"propagationPolicy"}},
+		{name: "gracePeriodSeconds that is not a number", method: "DELETE", path: base + "/configmaps/existing?gracePeriodSeconds=soon",
 			wantCode: 400, wantReason: metav1.StatusReasonBadRequest},
 	}
 
