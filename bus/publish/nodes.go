@@ -86,28 +86,13 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 			it.msg = eventMsg(bus.NodeSubject(r.node, k.Namespace, k.Name), r.ev, r.data, chain)
 			it.id = "r" + strconv.FormatInt(ch.Revision, 10) + "/" + r.node
 			it.msgF = p.sendAsync(it.msg, jetstream.WithMsgID(it.id))
+			p.chains[it.filter] = ch.Revision
 		}
 		it.state = eventMsg(bus.StateNodeSubject(r.node, k.Namespace, k.Name), r.ev, r.data, 0)
-		it.stateF = p.sendAsync(it.state, stateOpts(it.state, ch.Revision, it.tombstone)...)
+		it.stateF = p.sendAsync(it.state, p.stateOpts(it.state, ch.Revision, it.tombstone)...)
 		ns.items = append(ns.items, it)
 	}
 	return ns, nil
-}
-
-// settleNode waits for what sendNode sent, retrying what failed.
-func (p *Publisher) settleNode(ctx context.Context, ns *nodeSend) error {
-	for _, it := range ns.items {
-		if it.msg != nil {
-			if err := p.publishPlain(ctx, it.msg, it.id, it.msgF); err != nil {
-				return err
-			}
-			p.chains[it.filter] = ns.rev
-		}
-		if err := p.publishState(ctx, it.state, ns.rev, it.tombstone, it.stateF); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // publishPlain publishes with a message ID for deduplication.
