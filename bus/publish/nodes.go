@@ -11,20 +11,6 @@ import (
 	"github.com/kubebus/kubebus/bus"
 )
 
-// podNode reads spec.nodeName from a stored pod.
-func podNode(data []byte) string {
-	if len(data) == 0 {
-		return ""
-	}
-	var p struct {
-		Spec struct {
-			NodeName string `json:"nodeName"`
-		} `json:"spec"`
-	}
-	_ = json.Unmarshal(data, &p)
-	return p.Spec.NodeName
-}
-
 // nodeSend is a pod event's messages to the nodes it concerns, sent
 // asynchronously and not yet settled.
 type nodeSend struct {

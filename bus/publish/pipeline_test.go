@@ -129,3 +129,21 @@ func TestPublishSendsAgainAfterALostMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishSkipsValuesThatAreNotJSON: a value that is not JSON (as a new
+// object, or as the previous state of a change) is not published; the
+// revisions around it are.
+func TestPublishSkipsValuesThatAreNotJSON(t *testing.T) {
+	_, js := startNATS(t)
+	src := newFakeSource()
+	src.put("/registry/core/configmaps/default/a", `{"i":1}`)
+	src.put("/registry/core/configmaps/default/bad", `{not json`)
+	src.put("/registry/core/configmaps/default/bad", `{"i":3}`) // its previous state is not JSON
+	src.put("/registry/core/configmaps/default/b", `{"i":4}`)
+	stop := runPublisher(t, src, alwaysLeader{}, js)
+	revs, _ := historyRevisions(t, js, 2)
+	stop()
+	if len(revs) != 2 || revs[0] != 1 || revs[1] != 4 {
+		t.Fatalf("published revisions %v, want [1 4]", revs)
+	}
+}

@@ -259,12 +259,14 @@ func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 	default:
 		ev.Type, ev.Object, ev.Previous, ev.PreviousRevision = bus.Modified, ch.Value, ch.Prev, ch.PrevRevision
 	}
-	if len(ev.Object) == 0 || !json.Valid(ev.Object) || (len(ev.Previous) > 0 && !json.Valid(ev.Previous)) {
+	// Marshal checks the raw values (it compacts them), so they are not
+	// scanned once more beforehand.
+	data, err := json.Marshal(&ev)
+	if len(ev.Object) == 0 || err != nil && (!json.Valid(ev.Object) || len(ev.Previous) > 0 && !json.Valid(ev.Previous)) {
 		p.m.skipped.Inc()
 		p.log.Warn("not publishing a value that is not JSON", "key", ch.Key, "revision", ch.Revision)
 		return nil, nil
 	}
-	data, err := json.Marshal(&ev)
 	if err != nil {
 		return nil, fmt.Errorf("encoding revision %d: %w", ch.Revision, err)
 	}
