@@ -16,6 +16,11 @@ func podNode(data []byte) string {
 	if name, ok := scanNodeName(data); ok {
 		return name
 	}
+	return decodeNodeName(data)
+}
+
+// decodeNodeName is podNode by decoding.
+func decodeNodeName(data []byte) string {
 	var p struct {
 		Spec struct {
 			NodeName string `json:"nodeName"`
