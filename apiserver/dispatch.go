@@ -66,7 +66,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, err)
 		return
 	}
-	release, err := s.limit(ri)
+	release, err := s.limit(r.Context(), ri)
 	if err != nil {
 		s.writeError(rec, r, err)
 		return

@@ -12,15 +12,7 @@ import (
 
 // getObject reads and decodes one object.
 func (s *Server) getObject(ctx context.Context, res *resource.Resource, ns, name string) (runtime.Object, storage.KV, error) {
-	kv, err := s.store.Get(ctx, keyFor(res, ns, name))
-	if err != nil {
-		return nil, storage.KV{}, storageError(err, res.GroupResource(), name)
-	}
-	obj, err := decodeStored(res, kv)
-	if err != nil {
-		return nil, storage.KV{}, err
-	}
-	return obj, kv, nil
+	return s.readObject(ctx, res, keyFor(res, ns, name), name, false)
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource) error {

@@ -38,9 +38,11 @@ type Config struct {
 	ReadyChecks map[string]func(context.Context) error
 	Metrics     *Metrics
 	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound concurrent
-	// non-watch requests; past them the server answers 429.
+	// non-watch requests; a request past them waits for a slot up to
+	// InFlightWait (default 5s; negative: not at all), then gets 429.
 	MaxRequestsInFlight         int
 	MaxMutatingRequestsInFlight int
+	InFlightWait                time.Duration
 	// Mount adds routes (OpenAPI, logs proxy) to the router.
 	Mount []func(chi.Router)
 	// Profiling serves /debug/pprof, as upstream's --profiling does.
@@ -79,6 +81,9 @@ func (c *Config) validate() error {
 	if c.MaxMutatingRequestsInFlight == 0 {
 		c.MaxMutatingRequestsInFlight = 200
 	}
+	if c.InFlightWait == 0 {
+		c.InFlightWait = 5 * time.Second
+	}
 	if c.WatchBookmarkInterval == 0 {
 		c.WatchBookmarkInterval = 10 * time.Second
 	}
@@ -104,8 +109,8 @@ type Server struct {
 	store    *storage.Store
 	log      *slog.Logger
 	byGVR    map[schema.GroupVersionResource]*resource.Resource
-	readOnly chan struct{}
-	mutating chan struct{}
+	readOnly inflight
+	mutating inflight
 	handler  http.Handler
 	kubelet  *http.Client // nil without Config.KubeletTLS
 
@@ -122,8 +127,8 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, store: cfg.Store, log: cfg.Logger,
 		byGVR:    map[schema.GroupVersionResource]*resource.Resource{},
 		hubs:     map[*resource.Resource]*hub{},
-		readOnly: make(chan struct{}, cfg.MaxRequestsInFlight),
-		mutating: make(chan struct{}, cfg.MaxMutatingRequestsInFlight),
+		readOnly: newInflight(cfg.MaxRequestsInFlight, cfg.InFlightWait),
+		mutating: newInflight(cfg.MaxMutatingRequestsInFlight, cfg.InFlightWait),
 		kubelet:  newKubeletClient(cfg.KubeletTLS),
 	}
 	for _, res := range cfg.Resources {
@@ -221,23 +226,18 @@ func (s *Server) lookup(ri RequestInfo) (*resource.Resource, error) {
 	return res, nil
 }
 
-// limit takes an in-flight slot or fails with 429. Long-running requests
-// (watches and pods/log) take none, as upstream.
-func (s *Server) limit(ri RequestInfo) (release func(), err error) {
+// limit takes an in-flight slot, waiting for one a while, or fails with
+// 429. Long-running requests (watches and pods/log) take none, as upstream.
+func (s *Server) limit(ctx context.Context, ri RequestInfo) (release func(), err error) {
 	if longRunning(ri) {
 		return func() {}, nil
 	}
-	ch := s.readOnly
+	l := s.readOnly
 	switch ri.Verb {
 	case "create", "update", "patch", "delete", "deletecollection":
-		ch = s.mutating
+		l = s.mutating
 	}
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	default:
-		return nil, apierrors.NewTooManyRequests("too many requests in flight, please try again later", 1)
-	}
+	return l.acquire(ctx)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -38,78 +38,138 @@ type updateResult struct {
 // guaranteedUpdate reads the object, applies mutate, finishes the update
 // through the subresource's rules and writes it with compare-and-swap,
 // retrying on a conflict unless the client pinned a resourceVersion.
+//
+// The first read is served by the local etcd member without a quorum
+// round (serializable), as upstream serves it from its watch cache: the
+// compare-and-swap checks it. Every outcome the swap does not check (an
+// error from mutate or admission, a pinned resourceVersion that differs, a
+// no-op, a dry run) is decided again on a linearizable read.
 func (s *Server) guaranteedUpdate(ctx context.Context, res *resource.Resource, ns, name, sub string, isDryRun bool, mutate mutateFunc) (updateResult, error) {
 	key := keyFor(res, ns, name)
+	optimistic := !isDryRun
 	for attempt := 0; ; attempt++ {
-		cur, kv, err := s.getObject(ctx, res, ns, name)
-		if err != nil {
-			return updateResult{}, err
+		r, err := s.tryUpdate(ctx, res, key, name, sub, isDryRun, optimistic, mutate)
+		var retry errRetry
+		switch {
+		case errors.As(err, &retry) && optimistic:
+			optimistic = false
+			continue
+		case errors.As(err, &retry) && retry.conflict && attempt < 16:
+			continue
+		case errors.As(err, &retry):
+			return updateResult{}, retry.err
 		}
-		desired, err := mutate(cur.DeepCopyObject())
-		if err != nil {
-			return updateResult{}, err
+		return r, err
+	}
+}
+
+// errRetry is an attempt of guaranteedUpdate that may be tried again:
+// after an optimistic read, or after a conflict the client did not pin.
+type errRetry struct {
+	err      error
+	conflict bool
+}
+
+func (e errRetry) Error() string { return e.err.Error() }
+
+// tryUpdate is one attempt of guaranteedUpdate.
+func (s *Server) tryUpdate(ctx context.Context, res *resource.Resource, key, name, sub string, isDryRun, optimistic bool, mutate mutateFunc) (updateResult, error) {
+	unsure := func(err error) error {
+		if optimistic {
+			return errRetry{err: err}
 		}
-		dm, err := meta.Accessor(desired)
-		if err != nil {
-			return updateResult{}, err
-		}
-		pinned := dm.GetResourceVersion()
-		if pinned != "" && pinned != strconv.FormatInt(kv.ModRevision, 10) {
-			return updateResult{}, errConflict(res, name)
-		}
-		if err := s.finishUpdate(ctx, res, desired, cur, sub, isDryRun); err != nil {
-			return updateResult{}, err
-		}
-		if shouldDeleteDuringUpdate(desired) {
-			if isDryRun {
-				return updateResult{obj: desired, deleted: true}, nil
-			}
-			var side storage.Side
-			if alloc := s.allocator(res); alloc != nil {
-				side = alloc.Release(cur)
-			}
-			rev, _, err := s.store.DeleteWith(ctx, key, kv.ModRevision, side)
-			if errors.Is(err, storage.ErrConflict) && pinned == "" && attempt < 16 {
-				continue
-			}
-			if err != nil {
-				return updateResult{}, storageError(err, res.GroupResource(), name)
-			}
-			dm.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return err
+	}
+	cur, kv, err := s.readObject(ctx, res, key, name, optimistic)
+	if err != nil {
+		return updateResult{}, unsure(err)
+	}
+	desired, err := mutate(cur.DeepCopyObject())
+	if err != nil {
+		return updateResult{}, unsure(err)
+	}
+	dm, err := meta.Accessor(desired)
+	if err != nil {
+		return updateResult{}, err
+	}
+	pinned := dm.GetResourceVersion()
+	if pinned != "" && pinned != strconv.FormatInt(kv.ModRevision, 10) {
+		return updateResult{}, unsure(errConflict(res, name))
+	}
+	if err := s.finishUpdate(ctx, res, desired, cur, sub, isDryRun); err != nil {
+		return updateResult{}, unsure(err)
+	}
+	if shouldDeleteDuringUpdate(desired) {
+		if isDryRun {
 			return updateResult{obj: desired, deleted: true}, nil
 		}
 		var side storage.Side
-		if alloc := s.allocator(res); alloc != nil && sub == "" {
-			if side, err = alloc.Allocate(ctx, desired, cur); err != nil {
-				return updateResult{}, err
-			}
+		if alloc := s.allocator(res); alloc != nil {
+			side = alloc.Release(cur)
 		}
-		data, err := encodeForStorage(res, desired)
-		if err != nil {
-			return updateResult{}, err
-		}
-		if !bytes.Equal(data, kv.Value) {
-			// A real change: record who made it and encode again.
-			recordManager(ctx, res, desired, cur, sub)
-			if data, err = encodeForStorage(res, desired); err != nil {
-				return updateResult{}, err
-			}
-		}
-		if bytes.Equal(data, kv.Value) || isDryRun {
-			dm.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
-			return updateResult{obj: desired}, nil
-		}
-		rev, _, err := s.store.UpdateWith(ctx, key, data, kv.ModRevision, side)
-		if errors.Is(err, storage.ErrConflict) && pinned == "" && attempt < 16 ||
-			errors.Is(err, storage.ErrClaimed) && attempt < maxClaimAttempts {
-			continue
+		rev, _, err := s.store.DeleteWith(ctx, key, kv.ModRevision, side)
+		if errors.Is(err, storage.ErrConflict) && (pinned == "" || optimistic) {
+			return updateResult{}, errRetry{err: storageError(err, res.GroupResource(), name), conflict: pinned == ""}
 		}
 		if err != nil {
 			return updateResult{}, storageError(err, res.GroupResource(), name)
 		}
 		dm.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return updateResult{obj: desired, deleted: true}, nil
+	}
+	var side storage.Side
+	if alloc := s.allocator(res); alloc != nil && sub == "" {
+		if side, err = alloc.Allocate(ctx, desired, cur); err != nil {
+			return updateResult{}, unsure(err)
+		}
+	}
+	data, err := encodeForStorage(res, desired)
+	if err != nil {
+		return updateResult{}, err
+	}
+	if !bytes.Equal(data, kv.Value) {
+		// A real change: record who made it and encode again.
+		recordManager(ctx, res, desired, cur, sub)
+		if data, err = encodeForStorage(res, desired); err != nil {
+			return updateResult{}, err
+		}
+	}
+	if bytes.Equal(data, kv.Value) || isDryRun {
+		if optimistic {
+			return updateResult{}, errRetry{err: errConflict(res, name)}
+		}
+		dm.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
 		return updateResult{obj: desired}, nil
 	}
+	rev, _, err := s.store.UpdateWith(ctx, key, data, kv.ModRevision, side)
+	switch {
+	case errors.Is(err, storage.ErrConflict) && (pinned == "" || optimistic):
+		return updateResult{}, errRetry{err: storageError(err, res.GroupResource(), name), conflict: pinned == ""}
+	case errors.Is(err, storage.ErrClaimed):
+		return updateResult{}, errRetry{err: storageError(err, res.GroupResource(), name), conflict: true}
+	case err != nil:
+		return updateResult{}, storageError(err, res.GroupResource(), name)
+	}
+	dm.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return updateResult{obj: desired}, nil
+}
+
+// readObject reads and decodes the stored object: from the local etcd
+// member when serializable, else with a quorum read.
+func (s *Server) readObject(ctx context.Context, res *resource.Resource, key, name string, serializable bool) (runtime.Object, storage.KV, error) {
+	read := s.store.Get
+	if serializable {
+		read = s.store.GetSerializable
+	}
+	kv, err := read(ctx, key)
+	if err != nil {
+		return nil, storage.KV{}, storageError(err, res.GroupResource(), name)
+	}
+	obj, err := decodeStored(res, kv)
+	if err != nil {
+		return nil, storage.KV{}, err
+	}
+	return obj, kv, nil
 }
 
 // finishUpdate carries server-owned fields over from old, limits the change

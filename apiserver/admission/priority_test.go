@@ -317,3 +317,29 @@ func TestStoredPriorityClasses(t *testing.T) {
 		t.Error("List over a bad value: no error")
 	}
 }
+
+// localKV is a store that can list without a quorum read; its quorum List
+// fails, so a test sees which one was used.
+type localKV struct{ fakeKV }
+
+func (l localKV) List(context.Context, string, string, int64, int64) (storage.Page, error) {
+	return storage.Page{}, errors.New("quorum list used")
+}
+
+func (l localKV) ListSerializable(ctx context.Context, prefix string) (storage.Page, error) {
+	return l.fakeKV.List(ctx, prefix, "", 0, 0)
+}
+
+func TestStoredPriorityClassesListsFromTheLocalMember(t *testing.T) {
+	t.Parallel()
+	s := StoredPriorityClasses{Store: localKV{fakeKV{
+		"/registry/scheduling.k8s.io/priorityclasses/dflt": `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"dflt"},"value":5,"globalDefault":true}`,
+	}}}
+	list, err := s.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Name != "dflt" || !list[0].GlobalDefault {
+		t.Errorf("List = %+v, want the one default class", list)
+	}
+}

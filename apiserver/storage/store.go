@@ -150,6 +150,23 @@ func (s *Store) List(ctx context.Context, prefix, startKey string, rev, limit in
 	return p, nil
 }
 
+// ListSerializable reads every key with the given prefix from the local
+// member without a quorum round trip. On the embedded single-member etcd it
+// sees every write that was acknowledged; with several members it may be
+// slightly stale.
+func (s *Store) ListSerializable(ctx context.Context, prefix string) (Page, error) {
+	defer s.timed("list")()
+	resp, err := s.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithSerializable())
+	if err != nil {
+		return Page{}, fmt.Errorf("listing %s: %w", prefix, wrapErr(err))
+	}
+	p := Page{Revision: resp.Header.Revision, More: resp.More, KVs: make([]KV, 0, len(resp.Kvs))}
+	for _, kv := range resp.Kvs {
+		p.KVs = append(p.KVs, kvOf(kv))
+	}
+	return p, nil
+}
+
 // Count returns how many keys have the prefix.
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 	defer s.timed("count")()

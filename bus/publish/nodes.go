@@ -11,20 +11,6 @@ import (
 	"github.com/kubebus/kubebus/bus"
 )
 
-// podNode reads spec.nodeName from a stored pod.
-func podNode(data []byte) string {
-	if len(data) == 0 {
-		return ""
-	}
-	var p struct {
-		Spec struct {
-			NodeName string `json:"nodeName"`
-		} `json:"spec"`
-	}
-	_ = json.Unmarshal(data, &p)
-	return p.Spec.NodeName
-}
-
 // nodeSend is a pod event's messages to the nodes it concerns, sent
 // asynchronously and not yet settled.
 type nodeSend struct {
@@ -86,28 +72,13 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 			it.msg = eventMsg(bus.NodeSubject(r.node, k.Namespace, k.Name), r.ev, r.data, chain)
 			it.id = "r" + strconv.FormatInt(ch.Revision, 10) + "/" + r.node
 			it.msgF = p.sendAsync(it.msg, jetstream.WithMsgID(it.id))
+			p.chains[it.filter] = ch.Revision
 		}
 		it.state = eventMsg(bus.StateNodeSubject(r.node, k.Namespace, k.Name), r.ev, r.data, 0)
-		it.stateF = p.sendAsync(it.state, stateOpts(it.state, ch.Revision, it.tombstone)...)
+		it.stateF = p.sendAsync(it.state, p.stateOpts(it.state, ch.Revision, it.tombstone)...)
 		ns.items = append(ns.items, it)
 	}
 	return ns, nil
-}
-
-// settleNode waits for what sendNode sent, retrying what failed.
-func (p *Publisher) settleNode(ctx context.Context, ns *nodeSend) error {
-	for _, it := range ns.items {
-		if it.msg != nil {
-			if err := p.publishPlain(ctx, it.msg, it.id, it.msgF); err != nil {
-				return err
-			}
-			p.chains[it.filter] = ns.rev
-		}
-		if err := p.publishState(ctx, it.state, ns.rev, it.tombstone, it.stateF); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // publishPlain publishes with a message ID for deduplication.

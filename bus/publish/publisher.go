@@ -48,11 +48,20 @@ type Publisher struct {
 	log *slog.Logger
 	m   *Metrics
 
-	// cursor, valid while leading
+	// cursor, valid while leading: what KUBE_HISTORY is known to hold
 	lastRev int64
 	lastSeq uint64
-	chains  map[string]int64 // chain filter -> revision of its last event
+	chains  map[string]int64 // chain filter -> revision of its last event (sent)
 	floor   int64            // chains unknown to the map start after this revision
+
+	// the pipeline (pipeline.go): what was sent and not yet confirmed
+	sentRev  int64
+	sentSeq  uint64
+	inflight []*pending
+	// epoch counts the pipeline's resyncs; it makes the state messages a
+	// resync sends again new messages rather than deduplicated ones.
+	epoch      int
+	resumeFrom int64
 
 	lastProgress time.Time
 }
@@ -120,22 +129,30 @@ func (p *Publisher) lead(ctx context.Context) error {
 	p.log.Debug("publisher resuming", "lastRevision", p.lastRev, "lastSequence", p.lastSeq)
 	for ctx.Err() == nil {
 		from := p.lastRev
+		if p.resumeFrom > 0 {
+			from, p.resumeFrom = p.resumeFrom, 0
+		}
 		if from == 0 {
 			from = 1
 		}
-		changes, wait := p.cfg.Source.Changes(ctx, from)
-		for ch := range changes {
-			if ch.Progress {
-				if err := p.progress(ctx, ch.Revision); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := p.publish(ctx, ch); err != nil {
+		cctx, cancel := context.WithCancel(ctx)
+		changes, wait := p.cfg.Source.Changes(cctx, from)
+		err := p.pump(ctx, changes)
+		cancel()
+		for range changes {
+			// Drained so that the source's goroutine ends before wait.
+		}
+		var rs *resyncError
+		switch {
+		case errors.As(err, &rs):
+			if err := p.resync(ctx, rs); err != nil {
 				return err
 			}
+			continue
+		case err != nil:
+			return err
 		}
-		err := wait()
+		err = wait()
 		if errors.Is(err, ErrCompacted) {
 			if err := p.reseed(ctx); err != nil {
 				return err
@@ -162,6 +179,7 @@ func (p *Publisher) loadCursor(ctx context.Context) error {
 		return fmt.Errorf("reading %s info: %w", bus.HistoryStream, err)
 	}
 	p.lastRev, p.lastSeq, p.chains, p.floor = 0, info.State.LastSeq, map[string]int64{}, 0
+	defer func() { p.sentRev, p.sentSeq = p.lastRev, p.lastSeq }()
 	// The last message carrying a revision is the resume point; anything
 	// after it without one was not written by a publisher and is skipped.
 	for seq, looked := info.State.LastSeq, 0; seq >= info.State.FirstSeq && seq > 0 && looked < maxCursorScan; seq, looked = seq-1, looked+1 {
@@ -216,16 +234,18 @@ func objectKey(key string) (bus.ObjectKey, bool) {
 	return k, true
 }
 
-// publish writes one change to every stream it belongs on.
-func (p *Publisher) publish(ctx context.Context, ch Change) error {
-	start := time.Now()
+// send writes one change to every stream it belongs on without waiting
+// for the acks, and returns what settle must confirm (nil when the change
+// is not published). The history message is fenced on the sequence the
+// previous one sent gets.
+func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 	k, ok := objectKey(ch.Key)
 	if !ok {
 		p.m.skipped.Inc()
 		p.log.Warn("not publishing a key outside the object layout", "key", ch.Key, "revision", ch.Revision)
-		return nil
+		return nil, nil
 	}
-	ev := bus.Event{Revision: ch.Revision, PrevRevision: p.lastRev, Group: k.Group, Resource: k.Resource, Namespace: k.Namespace, Name: k.Name}
+	ev := bus.Event{Revision: ch.Revision, PrevRevision: p.sentRev, Group: k.Group, Resource: k.Resource, Namespace: k.Namespace, Name: k.Name}
 	switch {
 	case ch.Delete:
 		ev.Type, ev.Object, ev.PreviousRevision = bus.Deleted, ch.Prev, ch.PrevRevision
@@ -239,64 +259,41 @@ func (p *Publisher) publish(ctx context.Context, ch Change) error {
 	default:
 		ev.Type, ev.Object, ev.Previous, ev.PreviousRevision = bus.Modified, ch.Value, ch.Prev, ch.PrevRevision
 	}
-	if len(ev.Object) == 0 || !json.Valid(ev.Object) || (len(ev.Previous) > 0 && !json.Valid(ev.Previous)) {
+	// Marshal checks the raw values (it compacts them), so they are not
+	// scanned once more beforehand.
+	data, err := json.Marshal(&ev)
+	if len(ev.Object) == 0 || err != nil && (!json.Valid(ev.Object) || len(ev.Previous) > 0 && !json.Valid(ev.Previous)) {
 		p.m.skipped.Inc()
 		p.log.Warn("not publishing a value that is not JSON", "key", ch.Key, "revision", ch.Revision)
-		return nil
+		return nil, nil
 	}
-	data, err := json.Marshal(&ev)
 	if err != nil {
-		return fmt.Errorf("encoding revision %d: %w", ch.Revision, err)
+		return nil, fmt.Errorf("encoding revision %d: %w", ch.Revision, err)
 	}
-	// Every message of this revision goes out at once (one connection keeps
-	// them in order); their acks are then settled in order, each failure
-	// retried synchronously (message IDs make the retries idempotent). The
-	// next revision is sent only after all of them are stored.
-	var (
-		hist     *nats.Msg
-		histAck  jetstream.PubAckFuture
-		resChain string
-		histSeq  = p.lastSeq
-	)
-	if ch.Revision > p.lastRev {
-		resChain = bus.ResourceFilter(k.Group, k.Resource, "")
+	pd := &pending{rev: ch.Revision, start: time.Now()}
+	histSeq := p.sentSeq
+	if ch.Revision > p.sentRev {
+		resChain := bus.ResourceFilter(k.Group, k.Resource, "")
 		prev, err := p.chainPrev(ctx, bus.HistoryStream, resChain)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		hist = eventMsg(bus.HistorySubject(k), &ev, data, prev)
-		histAck = p.sendAsync(hist, jetstream.WithMsgID("r"+strconv.FormatInt(ch.Revision, 10)), jetstream.WithExpectLastSequence(p.lastSeq))
-		histSeq = p.lastSeq + 1 // fenced on the last sequence: stored right after it, or not at all
-	}
-	var node *nodeSend
-	if k.Group == "" && k.Resource == "pods" {
-		var err error
-		if node, err = p.sendNode(ctx, k, ch, &ev, data); err != nil {
-			return err
-		}
-	}
-	sm := eventMsg(bus.StateSubject(k), &ev, data, 0)
-	sm.Header.Set(bus.HeaderHistSeq, strconv.FormatUint(histSeq, 10))
-	tombstone := ev.Type == bus.Deleted
-	smAck := p.sendAsync(sm, stateOpts(sm, ch.Revision, tombstone)...)
-	if hist != nil {
-		if err := p.publishHistory(ctx, hist, ch.Revision, "", histAck); err != nil {
-			return err
-		}
+		pd.hist = eventMsg(bus.HistorySubject(k), &ev, data, prev)
+		histSeq = p.sentSeq + 1 // fenced on the last sequence: stored right after it, or not at all
+		pd.histSeq = histSeq
+		pd.histAck = p.sendAsync(pd.hist, jetstream.WithMsgID("r"+strconv.FormatInt(ch.Revision, 10)), jetstream.WithExpectLastSequence(p.sentSeq))
+		p.sentSeq, p.sentRev = histSeq, ch.Revision
 		p.chains[resChain] = ch.Revision
 	}
-	if node != nil {
-		if err := p.settleNode(ctx, node); err != nil {
-			return err
+	if k.Group == "" && k.Resource == "pods" {
+		if pd.node, err = p.sendNode(ctx, k, ch, &ev, data); err != nil {
+			return nil, err
 		}
 	}
-	if err := p.publishState(ctx, sm, ch.Revision, tombstone, smAck); err != nil {
-		return err
-	}
-	p.m.published.Inc()
-	p.m.lastRevision.Set(float64(ch.Revision))
-	p.m.latency.Observe(time.Since(start).Seconds())
-	return nil
+	pd.state = eventMsg(bus.StateSubject(k), &ev, data, 0)
+	pd.state.Header.Set(bus.HeaderHistSeq, strconv.FormatUint(histSeq, 10))
+	pd.stateAck = p.sendAsync(pd.state, p.stateOpts(pd.state, ch.Revision, ev.Type == bus.Deleted)...)
+	return pd, nil
 }
 
 // skeleton is the smallest object JSON naming k.
@@ -364,6 +361,7 @@ func (p *Publisher) publishHistory(ctx context.Context, msg *nats.Msg, rev int64
 			return nil
 		}
 		p.lastSeq, p.lastRev = ack.Sequence, rev
+		p.sentSeq, p.sentRev = p.lastSeq, p.lastRev
 		return nil
 	})
 }
@@ -426,13 +424,20 @@ func (p *Publisher) publishState(ctx context.Context, msg *nats.Msg, rev int64, 
 		}
 		actx, cancel := context.WithTimeout(ctx, publishTimeout)
 		defer cancel()
-		_, err := p.js.PublishMsg(actx, msg, stateOpts(msg, rev, tombstone)...)
+		_, err := p.js.PublishMsg(actx, msg, p.stateOpts(msg, rev, tombstone)...)
 		return err
 	})
 }
 
-func stateOpts(msg *nats.Msg, rev int64, tombstone bool) []jetstream.PublishOpt {
-	opts := []jetstream.PublishOpt{jetstream.WithMsgID("r" + strconv.FormatInt(rev, 10) + "/" + msg.Subject)}
+// stateOpts are the options of a state message: an ID naming the revision
+// and subject (and the pipeline's epoch after a resync, so that the state
+// messages sent again are stored again, in order).
+func (p *Publisher) stateOpts(msg *nats.Msg, rev int64, tombstone bool) []jetstream.PublishOpt {
+	id := "r" + strconv.FormatInt(rev, 10) + "/" + msg.Subject
+	if p.epoch > 0 {
+		id += "/e" + strconv.Itoa(p.epoch)
+	}
+	opts := []jetstream.PublishOpt{jetstream.WithMsgID(id)}
 	if tombstone {
 		opts = append(opts, jetstream.WithMsgTTL(bus.TombstoneTTL))
 	}
@@ -452,6 +457,9 @@ func (p *Publisher) sendAsync(msg *nats.Msg, opts ...jetstream.PublishOpt) jetst
 // awaitAck waits for the ack of an asynchronous publish, at most
 // publishTimeout.
 func awaitAck(ctx context.Context, f jetstream.PubAckFuture) (*jetstream.PubAck, error) {
+	if f == nil {
+		return nil, errNoFuture
+	}
 	t := time.NewTimer(publishTimeout)
 	defer t.Stop()
 	select {

@@ -14,25 +14,44 @@ import (
 	"github.com/kubebus/kubebus/scheduler/queue"
 )
 
+// maxBindsInFlight bounds the bindings the scheduler waits on at once.
+// The API server serves them beside every other client's writes; an
+// unbounded number in flight only queues there (and delays the others)
+// without binding any faster. Once that many are out, the loop waits for
+// one to finish before it schedules the next pod.
+const maxBindsInFlight = 32
+
 // Run schedules pods until ctx ends (the Manager runs it while leading).
 func (s *Scheduler) Run(ctx context.Context) {
 	s.log.Debug("scheduling")
 	defer s.binds.Wait()
+	if s.bindSlots == nil {
+		s.bindSlots = make(chan struct{}, maxBindsInFlight)
+	}
 	for {
-		qp, err := s.queue.Pop(ctx)
-		if err != nil {
+		select {
+		case s.bindSlots <- struct{}{}:
+		case <-ctx.Done():
 			return
 		}
-		s.scheduleOne(ctx, qp)
+		qp, err := s.queue.Pop(ctx)
+		if err != nil {
+			<-s.bindSlots
+			return
+		}
+		if !s.scheduleOne(ctx, qp) {
+			<-s.bindSlots
+		}
 	}
 }
 
-// scheduleOne runs one cycle for a popped pod and starts its binding.
-func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) {
-	pod, ok := s.pods.Get(qp.Pod.Namespace, qp.Pod.Name)
+// scheduleOne runs one cycle for a popped pod and starts its binding,
+// which then holds one of s.bindSlots; it reports whether it did.
+func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) (binding bool) {
+	pod, ok := s.getPod(qp.Pod.Namespace, qp.Pod.Name)
 	if !ok || pod.UID != qp.Pod.UID || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || !s.responsible(pod) {
 		s.queue.Forget(qp.Pod)
-		return
+		return false
 	}
 	prof := s.profiles[pod.Spec.SchedulerName]
 
@@ -40,7 +59,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) {
 	if _, assumed := s.snap.NodeNameOf(pod); assumed {
 		s.mu.Unlock()
 		s.queue.Forget(pod)
-		return
+		return false
 	}
 	res, err := cycle.Schedule(ctx, prof, s.snap, pod, cycle.Options{StartIndex: s.next, Parallelism: s.parallelism})
 	s.next = res.NextStartIndex
@@ -58,8 +77,10 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) {
 		s.binds.Add(1)
 		go func() {
 			defer s.binds.Done()
+			defer func() { <-s.bindSlots }()
 			s.bind(ctx, qp, pod, assumed)
 		}()
+		return true
 	case errors.As(err, &fit):
 		s.log.Debug("unschedulable", "pod", framework.PodKey(pod), "reason", err)
 		s.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", err.Error())
@@ -74,6 +95,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) {
 		s.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", err.Error())
 		s.queue.Backoff(qp)
 	}
+	return false
 }
 
 // bind writes the Binding; on failure it forgets the assumption and
@@ -172,7 +194,7 @@ func (s *Scheduler) preempt(ctx context.Context, pod *corev1.Pod, res cycle.Resu
 }
 
 func (s *Scheduler) nominate(ctx context.Context, pod *corev1.Pod, node string) {
-	latest, ok := s.pods.Get(pod.Namespace, pod.Name)
+	latest, ok := s.getPod(pod.Namespace, pod.Name)
 	if !ok || latest.Status.NominatedNodeName == node {
 		return
 	}

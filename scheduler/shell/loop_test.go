@@ -3,17 +3,26 @@ package shell
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kubebus/kubebus/scheduler/config"
 	"github.com/kubebus/kubebus/scheduler/framework"
 	ft "github.com/kubebus/kubebus/scheduler/framework/frameworktest"
 	"github.com/kubebus/kubebus/scheduler/queue"
@@ -76,5 +85,84 @@ func TestBindFailure(t *testing.T) {
 				t.Errorf("event recorded = %v, want %v", got, tc.wantEvent)
 			}
 		})
+	}
+}
+
+// TestRunBoundsBindingsInFlight: with bindings that do not return, the
+// loop starts maxBindsInFlight of them and schedules no further pod until
+// one finishes; then every pod gets bound.
+func TestRunBoundsBindingsInFlight(t *testing.T) {
+	t.Parallel()
+	const pods = maxBindsInFlight + 8
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	var mu sync.Mutex
+	inFlight, most, bound := 0, 0, 0
+	// A real client against an API that holds every binding until release
+	// (the fake clientset serializes its reactors).
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/binding") {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inFlight--
+		bound++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success","code":201}`))
+	}))
+	defer api.Close()
+	defer releaseAll()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: api.URL, QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := config.Default().BuildProfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*corev1.Pod{}
+	s := &Scheduler{client: client, recorder: record.NewFakeRecorder(1000), queue: queue.New(queue.Config{}), profiles: profiles,
+		snap: framework.NewSnapshot([]*corev1.Node{ft.MakeNode("n").Capacity(map[string]string{"pods": "1000"}).Obj()}, nil, nil),
+		log:  slog.New(slog.DiscardHandler), getPod: func(_, name string) (*corev1.Pod, bool) { p, ok := byName[name]; return p, ok }}
+	for i := range pods {
+		p := ft.MakePod(fmt.Sprintf("p%d", i)).UID(fmt.Sprintf("u%d", i)).Obj()
+		p.Spec.SchedulerName = corev1.DefaultSchedulerName
+		byName[p.Name] = p
+		s.queue.Add(p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				a, b, u := s.queue.Len()
+				t.Fatalf("timed out waiting for %s (queue %d/%d/%d, events %d)", what, a, b, u, len(s.recorder.(*record.FakeRecorder).Events))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor("the first bindings", func() bool { mu.Lock(); defer mu.Unlock(); return inFlight == maxBindsInFlight })
+	if active, _, _ := s.queue.Len(); active != pods-maxBindsInFlight {
+		t.Errorf("%d pods left in the queue while %d bindings hang, want %d", active, maxBindsInFlight, pods-maxBindsInFlight)
+	}
+	releaseAll()
+	waitFor("every binding", func() bool { mu.Lock(); defer mu.Unlock(); return bound == pods })
+	cancel()
+	<-done
+	if most != maxBindsInFlight {
+		t.Errorf("at most %d bindings in flight, want %d", most, maxBindsInFlight)
 	}
 }

@@ -139,6 +139,7 @@ func Run(ctx context.Context, o Options) error {
 	if s.pods, err = newInformer(js, o, "pods", func() *corev1.Pod { return &corev1.Pod{} }); err != nil {
 		return err
 	}
+	s.getPod = s.pods.Get
 	if s.namespaces, err = newInformer(js, o, "namespaces", func() *corev1.Namespace { return &corev1.Namespace{} }); err != nil {
 		return err
 	}
@@ -184,9 +185,13 @@ type Scheduler struct {
 	nodes      *informer.Informer[*corev1.Node]
 	pods       *informer.Informer[*corev1.Pod]
 	namespaces *informer.Informer[*corev1.Namespace]
+	// getPod reads the pods cache (s.pods.Get; tests give a map).
+	getPod func(namespace, name string) (*corev1.Pod, bool)
 
 	mu    sync.Mutex // guards snap and next
 	snap  *framework.Snapshot
 	next  int // the next cycle's StartIndex
 	binds sync.WaitGroup
+	// bindSlots holds a token per binding in flight (maxBindsInFlight).
+	bindSlots chan struct{}
 }

@@ -211,6 +211,9 @@ func (s *Server) Restart(t testing.TB) {
 	s.start(t)
 }
 
+// Pid is the server's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Logs returns what the server wrote so far.
 func (s *Server) Logs() string { return s.logs.String() }
 

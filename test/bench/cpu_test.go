@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times (100
+// on every Linux architecture Go supports).
+const clockTicks = 100
+
+// cpuSeconds is the user+system CPU time process pid has used so far.
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count from after its ')'.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
+	}
+	return (utime + stime) / clockTicks, nil
+}
+
+// cpuMeter measures the CPU seconds each named process uses between its
+// start and report.
+type cpuMeter struct {
+	names []string
+	pids  []int
+	start []float64
+}
+
+func startCPUMeter(b *testing.B, procs map[string]int) *cpuMeter {
+	b.Helper()
+	m := &cpuMeter{}
+	for name, pid := range procs {
+		s, err := cpuSeconds(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.names, m.pids, m.start = append(m.names, name), append(m.pids, pid), append(m.start, s)
+	}
+	return m
+}
+
+// report adds "<name>-cpu-s" metrics: CPU seconds used since the start.
+func (m *cpuMeter) report(b *testing.B) {
+	b.Helper()
+	for i, pid := range m.pids {
+		s, err := cpuSeconds(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(s-m.start[i], m.names[i]+"-cpu-s")
+	}
+}
+
+// dumpMetrics, when $KUBEBUS_BENCH_PROFILE names a directory, writes the
+// server's /metrics to <dir>/<benchmark>.<suffix>.metrics.
+func dumpMetrics(b *testing.B, client *http.Client, url, suffix string) {
+	b.Helper()
+	dir := os.Getenv("KUBEBUS_BENCH_PROFILE")
+	if dir == "" {
+		return
+	}
+	resp, err := client.Get(url + "/metrics")
+	if err != nil {
+		b.Errorf("reading /metrics: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+"."+suffix+".metrics"), body, 0o644)
+	}
+	if err != nil {
+		b.Errorf("saving /metrics: %v", err)
+	}
+}
+
+// profileServer, when $KUBEBUS_BENCH_PROFILE names a directory, fetches
+// a CPU profile of the server for the next d into <dir>/<benchmark>.pprof
+// and returns a function that waits for it; otherwise it does nothing.
+func profileServer(b *testing.B, client *http.Client, url string, d time.Duration) (wait func()) {
+	b.Helper()
+	dir := os.Getenv("KUBEBUS_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	path := filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".pprof")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", url, int(d.Seconds())))
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(path)
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = io.Copy(f, resp.Body)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		done <- err
+	}()
+	return func() {
+		if err := <-done; err != nil {
+			b.Errorf("profiling the server: %v", err)
+		} else {
+			b.Logf("server CPU profile: %s", path)
+		}
+	}
+}
