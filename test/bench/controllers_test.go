@@ -108,24 +108,7 @@ func BenchmarkDeployment1000Running(b *testing.B) {
 		cs := s.Clientset(b)
 		ctx := context.Background()
 		harness.StartProcess(b, "kubelet", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(b), "--simulate=100")
-		harness.Eventually(b, time.Minute, func() error {
-			nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			ready := 0
-			for _, n := range nodes.Items {
-				for _, c := range n.Status.Conditions {
-					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-						ready++
-					}
-				}
-			}
-			if ready != 100 {
-				return errNotYet
-			}
-			return nil
-		})
+		waitNodesReady(b, cs, 100, time.Minute)
 		n := int32(replicas)
 		labels := map[string]string{"app": "run"}
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "run"}, Spec: appsv1.DeploymentSpec{

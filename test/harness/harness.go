@@ -214,6 +214,9 @@ func (s *Server) Restart(t testing.TB) {
 // Logs returns what the server wrote so far.
 func (s *Server) Logs() string { return s.logs.String() }
 
+// Pid returns the server process's id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // RESTConfig loads the server's kubeconfig.
 func (s *Server) RESTConfig(t testing.TB) *rest.Config {
 	t.Helper()
