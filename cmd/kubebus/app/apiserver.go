@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubebus/kubebus/bus"
 
+	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/apiserver/serve"
 	"github.com/kubebus/kubebus/apiserver/servicealloc"
 )
@@ -36,9 +37,16 @@ Several API servers may share one etcd; they are stateless.`,
 	f.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", servicealloc.DefaultClusterIPRange, "CIDR Services get their cluster IPs from")
 	f.StringVar(&o.ServiceNodePortRange, "service-node-port-range", servicealloc.DefaultNodePortRange, "ports Services of type NodePort and LoadBalancer get their node ports from")
 	addBusFlags(f, &o.BusLimits)
+	addWatchCacheFlag(f, &o.WatchCacheBytes)
 	_ = cmd.MarkFlagRequired("etcd-servers")
 	_ = cmd.MarkFlagRequired("pki-dir")
 	return cmd
+}
+
+// addWatchCacheFlag registers the bound of the REST watch hubs' history.
+func addWatchCacheFlag(f *pflag.FlagSet, n *int64) {
+	f.Int64Var(n, "watch-cache-bytes", apiserver.DefaultWatchCacheBytes,
+		"bytes of recent events the REST watches keep in memory, all resources together; watches resuming from older revisions are served from etcd")
 }
 
 // addBusFlags registers the bus stream limits.

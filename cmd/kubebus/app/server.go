@@ -35,6 +35,7 @@ type serverOptions struct {
 	node       nodeOptions
 	schedCfg   string
 	bus        bus.StreamLimits
+	watchCache int64
 	dataDir    string
 	port       int
 	etcdPort   int
@@ -111,6 +112,7 @@ Restarting with the same --data-dir keeps every object.`,
 				BindAddress: o.bind, Port: o.port, PKIDir: filepath.Join(dir, "pki"),
 				Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus, TokenFile: o.tokenFile,
 				ServiceClusterIPRange: o.svcIPRange, ServiceNodePortRange: o.nodePorts,
+				WatchCacheBytes: o.watchCache,
 			})
 		},
 	}
@@ -124,6 +126,7 @@ Restarting with the same --data-dir keeps every object.`,
 	f.StringVar(&o.nodePorts, "service-node-port-range", servicealloc.DefaultNodePortRange, "ports Services of type NodePort and LoadBalancer get their node ports from")
 	f.StringVar(&o.tokenFile, "token-auth-file", "", "static bearer tokens: token,user,uid[,\"groups\"] per line")
 	addBusFlags(f, &o.bus)
+	addWatchCacheFlag(f, &o.watchCache)
 	addControllerManagerFlags(f, &o.kcm)
 	f.BoolVar(&o.noKCM, "disable-controller-manager", false, "do not run the controller-manager in this process")
 	f.BoolVar(&o.noSched, "disable-scheduler", false, "do not run the scheduler in this process")
