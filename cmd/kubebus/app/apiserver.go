@@ -53,4 +53,5 @@ func addWatchCacheFlag(f *pflag.FlagSet, n *int64) {
 func addBusFlags(f *pflag.FlagSet, l *bus.StreamLimits) {
 	f.DurationVar(&l.MaxAge, "bus-history-max-age", 24*time.Hour, "how long the bus keeps history")
 	f.Int64Var(&l.MaxBytes, "bus-history-max-bytes", 1<<30, "how many bytes of history the bus keeps")
+	f.DurationVar(&l.Duplicates, "bus-dedupe-window", bus.DefaultDuplicates, "how long the bus remembers message IDs to drop a retried publish (held in memory)")
 }

@@ -36,6 +36,7 @@ type serverOptions struct {
 	schedCfg   string
 	bus        bus.StreamLimits
 	watchCache int64
+	natsMemory int64
 	dataDir    string
 	port       int
 	etcdPort   int
@@ -72,7 +73,7 @@ Restarting with the same --data-dir keeps every object.`,
 			}
 			defer etcd.Close()
 			log.Info("embedded etcd ready", "endpoint", etcd.Endpoint)
-			ns, err := natsserver.Start(natsserver.Config{StoreDir: filepath.Join(dir, "nats"), Port: o.natsPort})
+			ns, err := natsserver.Start(natsserver.Config{StoreDir: filepath.Join(dir, "nats"), Port: o.natsPort, MaxMemory: o.natsMemory})
 			if err != nil {
 				return err
 			}
@@ -127,6 +128,7 @@ Restarting with the same --data-dir keeps every object.`,
 	f.StringVar(&o.tokenFile, "token-auth-file", "", "static bearer tokens: token,user,uid[,\"groups\"] per line")
 	addBusFlags(f, &o.bus)
 	addWatchCacheFlag(f, &o.watchCache)
+	f.Int64Var(&o.natsMemory, "nats-max-memory", natsserver.DefaultMaxMemory, "bytes the embedded NATS may keep in memory-backed JetStream streams")
 	addControllerManagerFlags(f, &o.kcm)
 	f.BoolVar(&o.noKCM, "disable-controller-manager", false, "do not run the controller-manager in this process")
 	f.BoolVar(&o.noSched, "disable-scheduler", false, "do not run the scheduler in this process")
