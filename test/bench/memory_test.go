@@ -44,7 +44,7 @@ func BenchmarkMemoryRounds(b *testing.B) {
 		for r := 1; r <= rounds; r++ {
 			createRunningPods(b, cs, pods)
 			runDeployment(b, cs, replicas)
-			loaded := rssMB(b, s.Pid())
+			loaded, loadedParts := rssMB(b, s.Pid()), rssParts(b, s.Pid())
 			if r == rounds {
 				saveHeapProfile(b, s, "loaded")
 			}
@@ -53,7 +53,8 @@ func BenchmarkMemoryRounds(b *testing.B) {
 			if r == rounds {
 				saveHeapProfile(b, s, "deleted")
 			}
-			b.Logf("round %d: RSS %.0f MB loaded (%d pods + %d replicas Running on %d nodes), %.0f MB after deletion", r, loaded, pods, replicas, nodes, deleted)
+			b.Logf("round %d: RSS %.0f MB loaded (%s; %d pods + %d replicas Running on %d nodes), %.0f MB after deletion (%s)",
+				r, loaded, loadedParts, pods, replicas, nodes, deleted, rssParts(b, s.Pid()))
 			b.ReportMetric(loaded, fmt.Sprintf("MB-loaded-r%d", r))
 			b.ReportMetric(deleted, fmt.Sprintf("MB-deleted-r%d", r))
 		}
@@ -205,7 +206,16 @@ func settledRSS(b *testing.B, pid int) float64 {
 }
 
 // rssMB reads a process's resident set size (VmRSS) in MB (10^6 bytes).
-func rssMB(b *testing.B, pid int) float64 {
+func rssMB(b *testing.B, pid int) float64 { return procStatusMB(b, pid, "VmRSS") }
+
+// rssParts describes the RSS: anonymous (the Go heap and stacks) and
+// file-backed (etcd's memory-mapped database, the binary).
+func rssParts(b *testing.B, pid int) string {
+	return fmt.Sprintf("anon %.0f MB, file %.0f MB", procStatusMB(b, pid, "RssAnon"), procStatusMB(b, pid, "RssFile"))
+}
+
+// procStatusMB reads a kB field of /proc/PID/status in MB (10^6 bytes).
+func procStatusMB(b *testing.B, pid int, field string) float64 {
 	b.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -214,15 +224,15 @@ func rssMB(b *testing.B, pid int) float64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 			if err != nil {
-				b.Fatalf("parsing VmRSS %q: %v", rest, err)
+				b.Fatalf("parsing %s %q: %v", field, rest, err)
 			}
 			return kb * 1024 / 1e6
 		}
 	}
-	b.Fatalf("no VmRSS in /proc/%d/status", pid)
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
 
