@@ -284,6 +284,11 @@ func TestClassifySelectorTransitions(t *testing.T) {
 	sel := selection{labels: labels.SelectorFromSet(web), fields: fields.Everything()}
 	onNode := selection{labels: labels.Everything(), fields: fields.OneTermEqualSelector("spec.nodeName", "n1")}
 	all := selection{labels: labels.Everything(), fields: fields.Everything(), everything: true}
+	setBased, err := labels.Parse("app in (web), !tier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := selection{labels: setBased, fields: fields.Everything()}
 	for _, tc := range []struct {
 		name      string
 		sel       selection
@@ -300,6 +305,8 @@ func TestClassifySelectorTransitions(t *testing.T) {
 		{"deleted, never matched", sel, pod("p", other, ""), nil, "", ""},
 		{"everything, modified", all, pod("p", web, ""), pod("p", other, ""), watch.Modified, "other"},
 		{"field selector: bound to the node", onNode, pod("p", web, ""), pod("p", web, "n1"), watch.Added, "web"},
+		{"set-based selector: matching", sets, nil, pod("p", web, ""), watch.Added, "web"},
+		{"set-based selector: a label it excludes", sets, pod("p", web, ""), pod("p", map[string]string{"app": "web", "tier": "x"}, ""), watch.Deleted, "web"},
 		{"field selector: moved away", onNode, pod("p", web, "n1"), pod("p", other, "n2"), watch.Deleted, "web"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -18,36 +19,77 @@ import (
 const DefaultWatchCacheBytes = 64 << 20
 
 // attrs is what a selection matches of an object: its labels and its
-// field-selector attributes.
+// field-selector attributes, as flat key/value lists (a few entries each;
+// a map per event would cost several times the bytes).
 type attrs struct {
-	labels labels.Set
-	fields fields.Set
+	labels kvList
+	fields kvList
 }
 
 func attrsOf(res *resource.Resource, obj runtime.Object) *attrs {
-	a := &attrs{fields: res.FieldSet(obj)}
-	if m, err := meta.Accessor(obj); err == nil && len(m.GetLabels()) > 0 {
-		a.labels = m.GetLabels()
+	a := &attrs{fields: newKVList(res.FieldSet(obj))}
+	if m, err := meta.Accessor(obj); err == nil {
+		a.labels = newKVList(m.GetLabels())
 	}
 	return a
 }
 
 func (a *attrs) equal(b *attrs) bool {
-	return maps.Equal(a.labels, b.labels) && maps.Equal(a.fields, b.fields)
+	return slices.Equal(a.labels, b.labels) && slices.Equal(a.fields, b.fields)
 }
 
-// attrsEntryOverhead approximates a map entry's cost beyond its strings.
-const attrsEntryOverhead = 48
-
 func (a *attrs) size() int64 {
-	n := int64(64)
-	for k, v := range a.labels {
-		n += int64(len(k) + len(v) + attrsEntryOverhead)
+	n := int64(48 + 16*(len(a.labels)+len(a.fields)))
+	for _, s := range a.labels {
+		n += int64(len(s))
 	}
-	for k, v := range a.fields {
-		n += int64(len(k) + len(v) + attrsEntryOverhead)
+	for _, s := range a.fields {
+		n += int64(len(s))
 	}
 	return n
+}
+
+// kvList is key, value, key, value... sorted by key; it implements
+// labels.Labels and fields.Fields.
+type kvList []string
+
+var (
+	_ labels.Labels = kvList(nil)
+	_ fields.Fields = kvList(nil)
+)
+
+func newKVList(m map[string]string) kvList {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	out := make(kvList, 0, 2*len(keys))
+	for _, k := range keys {
+		out = append(out, k, m[k])
+	}
+	return out
+}
+
+// Lookup returns a key's value and whether the key is there.
+func (l kvList) Lookup(key string) (string, bool) {
+	for i := 0; i+1 < len(l); i += 2 {
+		if l[i] == key {
+			return l[i+1], true
+		}
+	}
+	return "", false
+}
+
+// Has reports whether the key is there.
+func (l kvList) Has(key string) bool {
+	_, ok := l.Lookup(key)
+	return ok
+}
+
+// Get returns a key's value ("" when absent).
+func (l kvList) Get(key string) string {
+	v, _ := l.Lookup(key)
+	return v
 }
 
 // matchesAttrs is matches for an object known by its attributes.
