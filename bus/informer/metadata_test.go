@@ -1,11 +1,14 @@
 package informer
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubebus/kubebus/bus"
 )
 
 func TestMetadataViewSharesTheTypedCache(t *testing.T) {
@@ -27,15 +30,11 @@ func TestMetadataViewSharesTheTypedCache(t *testing.T) {
 	}
 	p1, p2 := mk("1"), mk("2")
 	i.store.insert(objKey{"ns", "p"}, p1, 1)
-	i.notify(change[*corev1.Pod]{kind: added, obj: p1}, change[*corev1.Pod]{kind: updated, old: p1, obj: p2}, change[*corev1.Pod]{kind: deleted, obj: p2})
-	want := []string{"add p Pod", "update 1->2", "delete u1"}
-	if len(seen) != len(want) {
+	i.update(func() []change[*corev1.Pod] {
+		return []change[*corev1.Pod]{{kind: added, obj: p1}, {kind: updated, old: p1, obj: p2}, {kind: deleted, obj: p2}}
+	})
+	if want := []string{"add p Pod", "update 1->2", "delete u1"}; !slices.Equal(seen, want) {
 		t.Fatalf("handler saw %q, want %q", seen, want)
-	}
-	for k := range want {
-		if seen[k] != want[k] {
-			t.Fatalf("handler saw %q, want %q", seen, want)
-		}
 	}
 	m, ok := v.Get("ns", "p")
 	if !ok || m.UID != "u1" || m.APIVersion != "v1" || len(m.OwnerReferences) != 1 {
@@ -49,5 +48,31 @@ func TestMetadataViewSharesTheTypedCache(t *testing.T) {
 	}
 	if l := v.ListNamespace("ns"); len(l) != 1 || l[0].Name != "p" {
 		t.Errorf("ListNamespace: %v", l)
+	}
+}
+
+// TestLateHandlerSeesTheCacheFirst: a handler added to a running informer
+// is told about every cached object as added, then about later changes.
+func TestLateHandlerSeesTheCacheFirst(t *testing.T) {
+	t.Parallel()
+	i := &Informer[*corev1.Pod]{store: newStore[*corev1.Pod](nil)}
+	a := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "1"}}
+	b := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", ResourceVersion: "2"}}
+	i.update(func() []change[*corev1.Pod] {
+		c, _ := i.store.apply(objKey{"ns", "a"}, bus.Added, a, true, 1)
+		return []change[*corev1.Pod]{c}
+	})
+	var seen []string
+	i.AddHandler(HandlerFuncs[*corev1.Pod]{
+		AddFunc:    func(p *corev1.Pod) { seen = append(seen, "add "+p.Name) },
+		DeleteFunc: func(p *corev1.Pod) { seen = append(seen, "delete "+p.Name) },
+	})
+	i.update(func() []change[*corev1.Pod] {
+		c, _ := i.store.apply(objKey{"ns", "b"}, bus.Added, b, true, 2)
+		d, _ := i.store.apply(objKey{"ns", "a"}, bus.Deleted, a, true, 3)
+		return []change[*corev1.Pod]{c, d}
+	})
+	if want := []string{"add a", "add b", "delete a"}; !slices.Equal(seen, want) {
+		t.Fatalf("late handler saw %q, want %q", seen, want)
 	}
 }
