@@ -18,6 +18,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/natsserver"
+	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/kcm"
 	"github.com/kubebus/kubebus/proxy"
 	"github.com/kubebus/kubebus/proxy/nft"
@@ -85,6 +86,7 @@ Restarting with the same --data-dir keeps every object.`,
 				select {
 				case addr := <-listening:
 					fmt.Fprintf(cmd.OutOrStdout(), "kubebus is ready at https://%s\n  export KUBECONFIG=%s\n  bus: %s\n", addr, kubeconfig, ns.URL())
+					shared := startSharedCaches(ctx, log, ns.URL(), !o.noKCM)
 					if !o.noKubelet {
 						go func() {
 							if err := runLocalNode(ctx, log, dir, addr, ns.URL(), o.node); err != nil && ctx.Err() == nil {
@@ -93,17 +95,17 @@ Restarting with the same --data-dir keeps every object.`,
 						}()
 						if !o.noProxy {
 							go func() {
-								if err := runLocalProxy(ctx, log, ns.URL(), o.node); err != nil && ctx.Err() == nil {
+								if err := runLocalProxy(ctx, log, ns.URL(), o.node, shared); err != nil && ctx.Err() == nil {
 									log.Error("the local node's proxy stopped", "err", err)
 								}
 							}()
 						}
 					}
 					if !o.noSched {
-						go func() { _ = runScheduler(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.schedCfg) }()
+						go func() { _ = runScheduler(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.schedCfg, shared) }()
 					}
 					if !o.noKCM {
-						_ = runControllerManager(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.kcm)
+						_ = runControllerManager(ctx, log, filepath.Join(dir, "pki"), addr, ns.URL(), o.kcm, shared)
 					}
 				case <-ctx.Done():
 				}
@@ -176,13 +178,14 @@ func componentConfig(pkiDir, addr, user string) (*rest.Config, error) {
 	return &rest.Config{Host: "https://" + addr, TLSClientConfig: rest.TLSClientConfig{CAFile: b.CAFile, CertFile: cert, KeyFile: key}}, nil
 }
 
-// runControllerManager runs the controller-manager in this process.
-func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL string, o kcm.Options) error {
+// runControllerManager runs the controller-manager in this process, on
+// the shared informers when there are.
+func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL string, o kcm.Options, shared *cache.Informers) error {
 	cfg, err := componentConfig(pkiDir, addr, "system:kube-controller-manager")
 	if err != nil {
 		return fmt.Errorf("controller-manager credentials: %w", err)
 	}
-	o.REST, o.NATSURL, o.Logger = cfg, natsURL, log.With("component", "controller-manager")
+	o.REST, o.NATSURL, o.Logger, o.Caches = cfg, natsURL, log.With("component", "controller-manager"), shared
 	err = kcm.Run(ctx, o)
 	if err != nil && ctx.Err() == nil {
 		log.Error("controller-manager stopped", "err", err)
@@ -191,8 +194,9 @@ func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir, addr, n
 }
 
 // runLocalProxy runs the local node's proxy, programming the nftables of
-// the node network namespace when there is one.
-func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, o nodeOptions) error {
+// the node network namespace when there is one, on the shared informers
+// when there are.
+func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, o nodeOptions, shared *cache.Informers) error {
 	name := o.name
 	if name == "" {
 		h, err := os.Hostname()
@@ -220,5 +224,5 @@ func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, o node
 	}
 	defer nc.Close()
 	plog := log.With("component", "proxy")
-	return proxy.Run(ctx, proxy.Config{JetStream: js, Instance: name, Applier: a, Logger: plog, Families: proxyFamilies(ctx, a, true, plog)})
+	return proxy.Run(ctx, withProxyCaches(proxy.Config{JetStream: js, Instance: name, Applier: a, Logger: plog, Families: proxyFamilies(ctx, a, true, plog)}, shared))
 }
