@@ -32,17 +32,20 @@ import (
 // whose selection the object leaves can be sent the last matching state.
 // Every hub's ring counts against one byte budget per server
 // (Config.WatchCacheBytes); over it, the hub holding the most bytes drops
-// its oldest events first.
+// its oldest events first. Events older than hubMaxAge are dropped too, so
+// an idle server does not hold a full ring of history nobody resumes from.
 
 const (
-	hubRing       = 20000 // recent events kept per resource, whatever their size
-	hubClientBuf  = 2048  // events a client may lag before it is cut off
+	hubRing       = 20000           // recent events kept per resource, whatever their size
+	hubMaxAge     = 2 * time.Minute // events older are dropped (upstream's watch cache keeps at least 75 s)
+	hubClientBuf  = 2048            // events a client may lag before it is cut off
 	hubProgressEv = 5 * time.Second
 )
 
 // hubEvent is one change, shared read-only by every watcher.
 type hubEvent struct {
 	rev      int64
+	at       time.Time // when the hub received it
 	progress bool
 	deleted  bool
 	created  bool
@@ -119,8 +122,9 @@ func (h *hub) run(from int64) {
 	defer tick.Stop()
 	for {
 		select {
-		case <-tick.C:
+		case now := <-tick.C:
 			_ = w.RequestProgress()
+			h.expire(now.Add(-hubMaxAge))
 		case ev, ok := <-w.Events:
 			if !ok {
 				h.fail(w.Err())
@@ -132,6 +136,7 @@ func (h *hub) run(from int64) {
 				continue
 			}
 			if he != nil {
+				he.at = time.Now()
 				h.publish(he)
 			}
 		}
@@ -306,6 +311,17 @@ func (h *hub) evictLocked(n int, bytes int64) int64 {
 	h.ringBytes.Add(-freed)
 	h.budget.used.Add(-freed)
 	return freed
+}
+
+// expire drops the events received before cutoff.
+func (h *hub) expire(cutoff time.Time) {
+	h.mu.Lock()
+	n := 0
+	for n < len(h.ring) && h.ring[n].at.Before(cutoff) {
+		n++
+	}
+	h.evictLocked(n, 0)
+	h.mu.Unlock()
 }
 
 // evict drops the oldest events worth at least bytes bytes.

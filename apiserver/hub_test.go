@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,8 +77,8 @@ func change(t *testing.T, res *resource.Resource, rev int64, prev, cur *corev1.P
 	return he
 }
 
-// at is a copy of a created event at another revision.
-func (he *hubEvent) at(rev int64) *hubEvent {
+// atRev is a copy of a created event at another revision.
+func (he *hubEvent) atRev(rev int64) *hubEvent {
 	return &hubEvent{rev: rev, created: he.created, ns: he.ns, curJSON: he.curJSON, cur: he.cur, size: he.size}
 }
 
@@ -133,7 +134,7 @@ func TestHubCutsOffASlowWatcher(t *testing.T) {
 	fast, _, _ := h.subscribe(1)
 	ev := change(t, h.res, 1, nil, pod("p", nil, ""))
 	for rev := int64(1); rev <= hubClientBuf+1; rev++ {
-		h.publish(ev.at(rev))
+		h.publish(ev.atRev(rev))
 		<-fast.ch
 	}
 	if !slow.closed {
@@ -246,7 +247,7 @@ func TestHubCountBound(t *testing.T) {
 	h := testHub(t)
 	ev := change(t, h.res, 1, nil, pod("p", nil, ""))
 	for rev := int64(1); rev <= hubRing+5; rev++ {
-		h.publish(ev.at(rev))
+		h.publish(ev.atRev(rev))
 	}
 	if len(h.ring) != hubRing || h.startRev != 6 {
 		t.Fatalf("ring of %d events from %d, want %d from 6", len(h.ring), h.startRev, hubRing)
@@ -332,5 +333,25 @@ func TestClassifySelectorTransitions(t *testing.T) {
 				t.Errorf("object resourceVersion %s, want the event's 5", p.ResourceVersion)
 			}
 		})
+	}
+}
+
+func TestHubExpiresOldEvents(t *testing.T) {
+	h := testHub(t)
+	t0 := time.Now()
+	for rev := int64(1); rev <= 4; rev++ {
+		he := change(t, h.res, rev, nil, pod("p", nil, ""))
+		he.at = t0.Add(time.Duration(rev) * time.Minute)
+		h.publish(he)
+	}
+	h.expire(t0.Add(3 * time.Minute)) // events at 1 and 2 minutes go; 3 and 4 stay
+	if len(h.ring) != 2 || h.ring[0].rev != 3 || h.startRev != 3 {
+		t.Fatalf("ring of %d events, window from %d; want 2 from 3", len(h.ring), h.startRev)
+	}
+	if want := 2 * h.ring[0].size; h.ringBytes.Load() != want || h.budget.used.Load() != want {
+		t.Fatalf("ring counts %d bytes, budget %d, want %d", h.ringBytes.Load(), h.budget.used.Load(), want)
+	}
+	if _, _, ok := h.subscribe(2); ok {
+		t.Fatal("a watch from an expired revision was served from memory")
 	}
 }
