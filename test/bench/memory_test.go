@@ -30,20 +30,24 @@ import (
 // the loaded state and once the objects are gone (after the RSS stopped
 // falling, at most a minute) per round. With KUBEBUS_BENCH_PROFILES set
 // to a directory, it saves the server's heap profiles there (loaded and
-// deleted, last round) for `go tool pprof -top`.
+// deleted, last round) for `go tool pprof -top`. KUBEBUS_BENCH_SERVER_ARGS
+// adds flags to the server (such as --memory-limit=512Mi).
 //
 // One iteration takes several minutes: run it with -benchtime=1x.
 func BenchmarkMemoryRounds(b *testing.B) {
 	const nodes, pods, replicas, rounds = 500, 5000, 1000, 3
 	for iter := 0; iter < b.N; iter++ {
-		s := harness.StartServer(b, "")
+		s := harness.StartServer(b, "", strings.Fields(os.Getenv("KUBEBUS_BENCH_SERVER_ARGS"))...)
 		cs := s.Clientset(b)
 		harness.StartProcess(b, "kubelet", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(b), fmt.Sprintf("--simulate=%d", nodes))
 		waitNodesReady(b, cs, nodes, 2*time.Minute)
 		b.Logf("%d nodes Ready: server RSS %.0f MB", nodes, rssMB(b, s.Pid()))
 		for r := 1; r <= rounds; r++ {
+			t0 := time.Now()
 			createRunningPods(b, cs, pods)
+			t1 := time.Now()
 			runDeployment(b, cs, replicas)
+			t2 := time.Now()
 			loaded, loadedParts := rssMB(b, s.Pid()), rssParts(b, s.Pid())
 			if r == rounds {
 				saveHeapProfile(b, s, "loaded")
@@ -53,8 +57,8 @@ func BenchmarkMemoryRounds(b *testing.B) {
 			if r == rounds {
 				saveHeapProfile(b, s, "deleted")
 			}
-			b.Logf("round %d: RSS %.0f MB loaded (%s; %d pods + %d replicas Running on %d nodes), %.0f MB after deletion (%s)",
-				r, loaded, loadedParts, pods, replicas, nodes, deleted, rssParts(b, s.Pid()))
+			b.Logf("round %d: RSS %.0f MB loaded (%s; %d pods + %d replicas Running on %d nodes), %.0f MB after deletion (%s); pods Running in %.1f s, Deployment available in %.1f s",
+				r, loaded, loadedParts, pods, replicas, nodes, deleted, rssParts(b, s.Pid()), t1.Sub(t0).Seconds(), t2.Sub(t1).Seconds())
 			b.ReportMetric(loaded, fmt.Sprintf("MB-loaded-r%d", r))
 			b.ReportMetric(deleted, fmt.Sprintf("MB-deleted-r%d", r))
 		}
