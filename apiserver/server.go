@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
@@ -49,6 +48,11 @@ type Config struct {
 	Profiling bool
 	// WatchBookmarkInterval is how often watches that allow bookmarks get one.
 	WatchBookmarkInterval time.Duration
+	// WatchCacheBytes bounds the encoded recent events every resource's
+	// watch hub keeps, all resources together (default
+	// DefaultWatchCacheBytes). Watches that resume from before what is
+	// kept are served from etcd.
+	WatchCacheBytes int64
 	// KubeletTLS is how pods/log dials kubelets: a client certificate they
 	// accept and the CA their serving certificates chain to (see
 	// KubeletClientTLS). Nil makes pods/log fail with an internal error.
@@ -87,6 +91,9 @@ func (c *Config) validate() error {
 	if c.WatchBookmarkInterval == 0 {
 		c.WatchBookmarkInterval = 10 * time.Second
 	}
+	if c.WatchCacheBytes <= 0 {
+		c.WatchCacheBytes = DefaultWatchCacheBytes
+	}
 	if c.Allocators == nil {
 		a, err := defaultAllocators(c.Store)
 		if err != nil {
@@ -114,8 +121,9 @@ type Server struct {
 	handler  http.Handler
 	kubelet  *http.Client // nil without Config.KubeletTLS
 
-	hubsMu sync.Mutex
-	hubs   map[*resource.Resource]*hub
+	hubsMu     sync.Mutex
+	hubs       map[*resource.Resource]*hub
+	ringBudget *ringBudget
 }
 
 // New builds a server from cfg.
@@ -125,11 +133,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: cfg.Store, log: cfg.Logger,
-		byGVR:    map[schema.GroupVersionResource]*resource.Resource{},
-		hubs:     map[*resource.Resource]*hub{},
-		readOnly: newInflight(cfg.MaxRequestsInFlight, cfg.InFlightWait),
-		mutating: newInflight(cfg.MaxMutatingRequestsInFlight, cfg.InFlightWait),
-		kubelet:  newKubeletClient(cfg.KubeletTLS),
+		byGVR:      map[schema.GroupVersionResource]*resource.Resource{},
+		hubs:       map[*resource.Resource]*hub{},
+		ringBudget: newRingBudget(cfg.WatchCacheBytes),
+		readOnly:   newInflight(cfg.MaxRequestsInFlight, cfg.InFlightWait),
+		mutating:   newInflight(cfg.MaxMutatingRequestsInFlight, cfg.InFlightWait),
+		kubelet:    newKubeletClient(cfg.KubeletTLS),
 	}
 	for _, res := range cfg.Resources {
 		gvr := res.GVK.GroupVersion().WithResource(res.Plural)
@@ -239,5 +248,3 @@ func (s *Server) limit(ctx context.Context, ri RequestInfo) (release func(), err
 	}
 	return l.acquire(ctx)
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -141,7 +141,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 	if h, err := s.hubFor(res); err == nil {
 		if sub, _, ok := h.subscribe(wr.fromRevision); ok {
 			defer h.unsubscribe(sub)
-			s.serveHubWatch(ctx, ww, wr, ri, res, sub)
+			s.serveHubWatch(ctx, ww, wr, ri, h, sub)
 			return nil
 		}
 	}
@@ -225,7 +225,7 @@ func (ww *watchWriter) bookmark(rev int64, initialEnd bool) error {
 }
 
 // serveHubWatch streams from the resource's shared hub.
-func (s *Server) serveHubWatch(ctx context.Context, ww *watchWriter, wr watchRequest, ri RequestInfo, res *resource.Resource, sub *hubSub) {
+func (s *Server) serveHubWatch(ctx context.Context, ww *watchWriter, wr watchRequest, ri RequestInfo, h *hub, sub *hubSub) {
 	safeRev, bookmarked := wr.fromRevision-1, int64(-1)
 	timeout := time.NewTimer(wr.timeout)
 	defer timeout.Stop()
@@ -258,17 +258,9 @@ func (s *Server) serveHubWatch(ctx context.Context, ww *watchWriter, wr watchReq
 				if he.rev > safeRev {
 					safeRev = he.rev
 				}
-				if !he.progress && (ri.Namespace == "" || namespaceOf(he.cur) == ri.Namespace) {
-					if typ, obj, data := classify(res, wr.sel, he); typ != "" {
-						var err error
-						if ww.out.protobuf && obj == he.cur {
-							err = ww.writeProtobuf(typ, he.curProtobuf())
-						} else {
-							err = ww.write(typ, obj, data)
-						}
-						if err != nil {
-							return
-						}
+				if !he.progress && (ri.Namespace == "" || he.ns == ri.Namespace) {
+					if err := s.writeHubEvent(ww, wr.sel, h, he); err != nil {
+						return
 					}
 				}
 				if n == 256 {
@@ -288,6 +280,36 @@ func (s *Server) serveHubWatch(ctx context.Context, ww *watchWriter, wr watchReq
 			ww.flush()
 		}
 	}
+}
+
+// writeHubEvent writes what a watcher with a selection sees of a hub event,
+// without flushing. Errors that concern this event only (it cannot be
+// decoded or encoded) are logged and skip it; a failed write ends the watch.
+func (s *Server) writeHubEvent(ww *watchWriter, sel selection, h *hub, he *hubEvent) error {
+	typ, data, shared, err := classify(h.res, sel, he)
+	if err != nil || typ == "" {
+		if err != nil {
+			s.log.Warn("watch hub: skipping an event", "resource", h.res.Plural, "revision", he.rev, "err", err)
+		}
+		return nil
+	}
+	switch {
+	case ww.out.protobuf && shared:
+		pb, err := h.protobuf(he)
+		if err != nil {
+			s.log.Warn("watch hub: skipping an event", "resource", h.res.Plural, "revision", he.rev, "err", err)
+			return nil
+		}
+		return ww.writeProtobuf(typ, pb)
+	case !ww.out.protobuf && ww.out.kind == outObject && !ww.out.yaml:
+		return ww.write(typ, nil, data)
+	}
+	obj, err := decodeHubJSON(h.res, data)
+	if err != nil {
+		s.log.Warn("watch hub: skipping an event", "resource", h.res.Plural, "revision", he.rev, "err", err)
+		return nil
+	}
+	return ww.write(typ, obj, nil)
 }
 
 // serveEtcdWatch streams from a watch of its own on etcd: for watches that
@@ -408,11 +430,4 @@ func (s *Server) convertEvent(res *resource.Resource, sel selection, ev storage.
 		return watch.Deleted, prev, nil
 	}
 	return "", nil, nil
-}
-
-func namespaceOf(obj runtime.Object) string {
-	if m, err := meta.Accessor(obj); err == nil {
-		return m.GetNamespace()
-	}
-	return ""
 }

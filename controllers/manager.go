@@ -21,6 +21,24 @@ type Cache interface {
 	HasSynced() bool
 }
 
+// Borrowed is a Cache that another part of the process runs, such as the
+// informers every component of `kubebus server` shares: its Run only waits
+// for ctx to end, its HasSynced is the owner's.
+type Borrowed struct {
+	Synced interface{ HasSynced() bool }
+}
+
+var _ Cache = Borrowed{}
+
+// Run waits for ctx to end (the owner runs the cache).
+func (b Borrowed) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+// HasSynced reports whether the owner's cache has synced.
+func (b Borrowed) HasSynced() bool { return b.Synced.HasSynced() }
+
 // Runnable is work that runs only while leading (a Controller, or a loop
 // such as the node monitor).
 type Runnable interface {

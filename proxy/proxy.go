@@ -52,6 +52,11 @@ type Config struct {
 	Logger     *slog.Logger
 	// Metrics, when set, receives the proxy's and informers' metrics.
 	Metrics prometheus.Registerer
+	// Services and EndpointSlices, when both set, are informers the process
+	// shares and runs (in `kubebus server`); the proxy then follows the bus
+	// with none of its own.
+	Services       *informer.Informer[*corev1.Service]
+	EndpointSlices *informer.Informer[*discoveryv1.EndpointSlice]
 }
 
 func (c *Config) validate() error {
@@ -108,19 +113,25 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	p := &proxy{cfg: cfg, changes: make(chan struct{}, 1), metrics: newMetrics(cfg.Metrics)}
-	services, err := informer.New(informer.Config[*corev1.Service]{
-		JetStream: cfg.JetStream, Component: "kube-proxy", Instance: cfg.Instance, Resource: "services",
-		New: func() *corev1.Service { return &corev1.Service{} }, Logger: cfg.Logger, Metrics: cfg.Metrics,
-	})
-	if err != nil {
-		return fmt.Errorf("proxy: services informer: %w", err)
-	}
-	slices, err := informer.New(informer.Config[*discoveryv1.EndpointSlice]{
-		JetStream: cfg.JetStream, Component: "kube-proxy", Instance: cfg.Instance, Group: "discovery.k8s.io", Resource: "endpointslices",
-		New: func() *discoveryv1.EndpointSlice { return &discoveryv1.EndpointSlice{} }, Logger: cfg.Logger, Metrics: cfg.Metrics,
-	})
-	if err != nil {
-		return fmt.Errorf("proxy: endpointslices informer: %w", err)
+	services, slices := cfg.Services, cfg.EndpointSlices
+	var own []interface{ Run(context.Context) error }
+	if services == nil || slices == nil {
+		var err error
+		services, err = informer.New(informer.Config[*corev1.Service]{
+			JetStream: cfg.JetStream, Component: "kube-proxy", Instance: cfg.Instance, Resource: "services",
+			New: func() *corev1.Service { return &corev1.Service{} }, Logger: cfg.Logger, Metrics: cfg.Metrics,
+		})
+		if err != nil {
+			return fmt.Errorf("proxy: services informer: %w", err)
+		}
+		slices, err = informer.New(informer.Config[*discoveryv1.EndpointSlice]{
+			JetStream: cfg.JetStream, Component: "kube-proxy", Instance: cfg.Instance, Group: "discovery.k8s.io", Resource: "endpointslices",
+			New: func() *discoveryv1.EndpointSlice { return &discoveryv1.EndpointSlice{} }, Logger: cfg.Logger, Metrics: cfg.Metrics,
+		})
+		if err != nil {
+			return fmt.Errorf("proxy: endpointslices informer: %w", err)
+		}
+		own = append(own, services, slices)
 	}
 	p.services, p.slices = services, slices
 	services.AddHandler(informer.HandlerFuncs[*corev1.Service]{
@@ -136,13 +147,13 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 2)
-	for _, inf := range []interface{ Run(context.Context) error }{services, slices} {
+	errc := make(chan error, len(own))
+	for _, inf := range own {
 		go func() { errc <- inf.Run(ctx) }()
 	}
-	err = p.loop(ctx)
+	err := p.loop(ctx)
 	cancel()
-	for range 2 {
+	for range own {
 		if e := <-errc; e != nil && err == nil {
 			err = e
 		}

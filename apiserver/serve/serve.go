@@ -50,6 +50,9 @@ type Options struct {
 	NoProfiling bool
 	// BusLimits bound the bus's history streams.
 	BusLimits bus.StreamLimits
+	// WatchCacheBytes bounds the recent events the REST watch hubs keep,
+	// every resource together (0: apiserver.DefaultWatchCacheBytes).
+	WatchCacheBytes int64
 	// Listening, when set, receives the bound address once serving.
 	Listening chan<- string
 	// ServiceClusterIPRange and ServiceNodePortRange are where Services get
@@ -149,10 +152,11 @@ func Run(ctx context.Context, o Options) error {
 			admission.Priority{Classes: admission.StoredPriorityClasses{Store: store}},
 			admission.DefaultTolerationSeconds{},
 		},
-		ReadyChecks: checks,
-		Profiling:   !o.NoProfiling,
-		Mount:       mounts,
-		KubeletTLS:  kubeletTLS,
+		ReadyChecks:     checks,
+		Profiling:       !o.NoProfiling,
+		Mount:           mounts,
+		KubeletTLS:      kubeletTLS,
+		WatchCacheBytes: o.WatchCacheBytes,
 	})
 	if err != nil {
 		return err

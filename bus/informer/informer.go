@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrRunning: Run was called twice, or AddHandler after Run.
+	// ErrRunning: Run was called twice.
 	ErrRunning = errors.New("informer: already running")
 	// ErrDurableConflict: another process recreated this informer's durable
 	// consumer; the two must not share it (set Config.Instance).
@@ -30,6 +31,7 @@ type Informer[T runtime.Object] struct {
 	log      *slog.Logger
 	durable  string
 	store    *store[T]
+	hmu      sync.RWMutex // guards handlers; held for reading from a cache change until its handlers were told
 	handlers []Handler[T]
 	count    *counters
 	m        *metrics
@@ -76,11 +78,15 @@ func New[T runtime.Object](cfg Config[T]) (*Informer[T], error) {
 	return i, nil
 }
 
-// AddHandler adds a handler; call it before Run. Handlers are called in the
-// order they were added.
+// AddHandler adds a handler. Handlers are called in the order they were
+// added. A handler added while the informer runs is first told about every
+// cached object as added (as client-go's shared informers do), so that
+// components sharing one informer may start in any order.
 func (i *Informer[T]) AddHandler(h Handler[T]) {
-	if i.running.Load() {
-		panic(ErrRunning)
+	i.hmu.Lock()
+	defer i.hmu.Unlock()
+	for _, obj := range i.store.list() {
+		h.OnAdd(obj)
 	}
 	i.handlers = append(i.handlers, h)
 }
@@ -162,9 +168,12 @@ func (i *Informer[T]) bumpRev(rev int64) {
 	}
 }
 
-// notify tells every handler about the changes, in order.
-func (i *Informer[T]) notify(changes ...change[T]) {
-	for _, c := range changes {
+// update changes the cache (f) and tells every handler about the changes,
+// in order; no handler is added in between.
+func (i *Informer[T]) update(f func() []change[T]) {
+	i.hmu.RLock()
+	defer i.hmu.RUnlock()
+	for _, c := range f() {
 		for _, h := range i.handlers {
 			switch c.kind {
 			case added:

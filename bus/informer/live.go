@@ -233,15 +233,17 @@ func (i *Informer[T]) process(ctx context.Context, subject string, h nats.Header
 // applyEvent applies one event to the cache and tells the handlers.
 func (i *Informer[T]) applyEvent(ev *bus.Event, obj T, haveObj bool) {
 	i.bumpRev(ev.Revision)
-	c, ok := i.store.apply(objKey{ev.Namespace, ev.Name}, ev.Type, obj, haveObj, ev.Revision)
-	if !ok {
-		i.count.inc(outStale)
-		i.log.Debug("stale event skipped", "type", ev.Type, "namespace", ev.Namespace, "name", ev.Name, "revision", ev.Revision)
-		return
-	}
-	i.count.inc(outApplied)
-	i.log.Debug("event applied", "type", ev.Type, "namespace", ev.Namespace, "name", ev.Name, "revision", ev.Revision)
-	i.notify(c)
+	i.update(func() []change[T] {
+		c, ok := i.store.apply(objKey{ev.Namespace, ev.Name}, ev.Type, obj, haveObj, ev.Revision)
+		if !ok {
+			i.count.inc(outStale)
+			i.log.Debug("stale event skipped", "type", ev.Type, "namespace", ev.Namespace, "name", ev.Name, "revision", ev.Revision)
+			return nil
+		}
+		i.count.inc(outApplied)
+		i.log.Debug("event applied", "type", ev.Type, "namespace", ev.Namespace, "name", ev.Name, "revision", ev.Revision)
+		return []change[T]{c}
+	})
 }
 
 // heal counts a gap and rebuilds the cache from the state stream; the

@@ -212,7 +212,7 @@ func (i *Informer[T]) start(ctx context.Context) error {
 			return err
 		}
 		i.live, i.hist, i.gapRev = live, hist, gapRev
-		i.notify(i.store.reconcile(snap)...)
+		i.update(func() []change[T] { return i.store.reconcile(snap) })
 		i.bumpRev(snap.maxRev)
 		i.log.Debug("informer loaded the state", "objects", i.store.len(), "revision", snap.maxRev, "historySeq", h0, "took", time.Since(t0))
 		actx, cancel = apiCtx(ctx)
@@ -293,8 +293,8 @@ func (i *Informer[T]) resync(ctx context.Context, reason string) error {
 	if err != nil {
 		return err
 	}
-	changes := i.store.reconcile(snap)
-	i.notify(changes...)
+	var changes []change[T]
+	i.update(func() []change[T] { changes = i.store.reconcile(snap); return changes })
 	i.bumpRev(snap.maxRev)
 	i.baseline = max(i.baseline, last)
 	i.log.Info("informer resynced from the state stream", "reason", reason, "changes", len(changes),

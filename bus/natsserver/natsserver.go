@@ -15,7 +15,14 @@ type Config struct {
 	StoreDir string
 	Port     int // 0 picks the default 4222; -1 picks a random free port
 	Host     string
+	// MaxMemory bounds what JetStream may keep in memory-backed streams
+	// (default DefaultMaxMemory; kubebus's streams are on disk, so this is a
+	// guard, not a budget they use).
+	MaxMemory int64
 }
+
+// DefaultMaxMemory is the default JetStream memory storage limit.
+const DefaultMaxMemory = 256 << 20
 
 // Server is a running embedded NATS server.
 type Server struct {
@@ -30,6 +37,9 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
 	}
+	if cfg.MaxMemory <= 0 {
+		cfg.MaxMemory = DefaultMaxMemory
+	}
 	opts := &server.Options{
 		ServerName: "kubebus",
 		Host:       cfg.Host,
@@ -39,6 +49,8 @@ func Start(cfg Config) (*Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: 8 << 20,
+
+		JetStreamMaxMemory: cfg.MaxMemory,
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {

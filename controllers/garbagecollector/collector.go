@@ -29,8 +29,19 @@ const (
 	ReasonFailedPatch = "FailedOwnerReferencePatch"
 )
 
-// MetadataInformer is the cache the collector keeps of one resource.
+// MetadataInformer is the cache the collector keeps of a resource no
+// other cache of the process holds.
 type MetadataInformer = informer.Informer[*metav1.PartialObjectMetadata]
+
+// Objects is the collector's view of one resource's cache: its own
+// MetadataInformer, or a typed cache shared with the rest of the process
+// (informer.Metadata).
+type Objects interface {
+	Get(namespace, name string) (*metav1.PartialObjectMetadata, bool)
+	ListNamespace(namespace string) []*metav1.PartialObjectMetadata
+	AddHandler(h informer.Handler[*metav1.PartialObjectMetadata])
+	HasSynced() bool
+}
 
 // GC is the garbage collector. It is a controllers.Runnable; its informers
 // (Caches) must run as the manager's caches.
@@ -49,7 +60,8 @@ type GC struct {
 
 type watched struct {
 	res Resource
-	inf *MetadataInformer
+	inf Objects
+	own *MetadataInformer // nil when inf is shared
 }
 
 var (
@@ -74,17 +86,20 @@ func New(cfg Config) (*GC, error) {
 	}
 	g.ctrl = controllers.New("garbagecollector", g, controllers.Options{Workers: cfg.Workers, Logger: cfg.Logger})
 	for _, r := range cfg.Resources {
-		inf, err := informer.New(informer.Config[*metav1.PartialObjectMetadata]{
-			JetStream: cfg.JetStream, Component: cfg.Component, Instance: cfg.Instance,
-			Group: r.Group, Resource: r.Resource,
-			New:    func() *metav1.PartialObjectMetadata { return &metav1.PartialObjectMetadata{} },
-			Logger: cfg.Logger, Metrics: cfg.Metrics,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("creating the %s metadata informer: %w", r, err)
+		w := &watched{res: r, inf: cfg.Shared[r.GVR().GroupResource()]}
+		if w.inf == nil {
+			own, err := informer.New(informer.Config[*metav1.PartialObjectMetadata]{
+				JetStream: cfg.JetStream, Component: cfg.Component, Instance: cfg.Instance,
+				Group: r.Group, Resource: r.Resource,
+				New:    func() *metav1.PartialObjectMetadata { return &metav1.PartialObjectMetadata{} },
+				Logger: cfg.Logger, Metrics: cfg.Metrics,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("creating the %s metadata informer: %w", r, err)
+			}
+			w.inf, w.own = own, own
 		}
-		inf.AddHandler(g.handler(r))
-		w := &watched{res: r, inf: inf}
+		w.inf.AddHandler(g.handler(r))
 		g.watched = append(g.watched, w)
 		g.byGVR[r.GVR()] = w
 		g.byKind[r.GroupKind()] = w
@@ -114,11 +129,14 @@ func (g *GC) enqueue(uids []types.UID) {
 // keyOf is the work-queue key of an object: its UID.
 func keyOf(uid types.UID) controllers.Request { return controllers.Request{Name: string(uid)} }
 
-// Caches returns the informers, for controllers.Manager.AddCache.
+// Caches returns the informers the collector made (not the shared ones,
+// which their owner runs), for controllers.Manager.AddCache.
 func (g *GC) Caches() []controllers.Cache {
 	out := make([]controllers.Cache, 0, len(g.watched))
 	for _, w := range g.watched {
-		out = append(out, w.inf)
+		if w.own != nil {
+			out = append(out, w.own)
+		}
 	}
 	return out
 }
@@ -126,7 +144,7 @@ func (g *GC) Caches() []controllers.Cache {
 // Informer returns the metadata cache of a resource (nil when it is not
 // watched). Other controllers may read it, such as the namespace
 // controller, which counts what is left in a namespace.
-func (g *GC) Informer(gvr schema.GroupVersionResource) *MetadataInformer {
+func (g *GC) Informer(gvr schema.GroupVersionResource) Objects {
 	if w := g.byGVR[gvr]; w != nil {
 		return w.inf
 	}

@@ -50,6 +50,10 @@ type Config struct {
 	// Component prefixes the informers' durable names (default
 	// DefaultComponent); Instance tells replicas apart.
 	Component, Instance string
+	// Shared are caches of some of Resources the process already keeps
+	// (and runs), by group-resource: the collector reads them instead of
+	// following the bus for those resources itself.
+	Shared map[schema.GroupResource]Objects
 	// Resources are every resource the server serves (namespaced and
 	// cluster-scoped) that the collector watches. An ownerReference to a
 	// kind not listed here is never judged absent.

@@ -36,6 +36,10 @@ type Options struct {
 	Instance string
 	Logger   *slog.Logger
 	Tuning   Tuning
+	// Caches, when set, are the process's shared informers (see
+	// cache.New), which their owner runs; the controller-manager then
+	// keeps no caches of its own for those resources.
+	Caches *cache.Informers
 }
 
 // Tuning holds per-controller settings.
@@ -132,15 +136,19 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer nc.Close()
-	caches, err := cache.New(cache.Config{JetStream: js, Component: "kube-controller-manager", Instance: o.Instance, Logger: o.Logger})
-	if err != nil {
-		return err
-	}
 	m := &controllers.Manager{Client: client, Lease: o.Lease, Logger: o.Logger}
 	if m.Lease.Name == "" {
 		m.Lease.Name = "kube-controller-manager"
 	}
-	m.AddCache(caches)
+	caches := o.Caches
+	if caches == nil {
+		if caches, err = cache.New(cache.Config{JetStream: js, Component: "kube-controller-manager", Instance: o.Instance, Logger: o.Logger}); err != nil {
+			return err
+		}
+		m.AddCache(caches)
+	} else {
+		m.AddCache(controllers.Borrowed{Synced: caches})
+	}
 	var stops []func()
 	defer func() {
 		for _, s := range stops {

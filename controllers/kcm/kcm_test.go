@@ -3,6 +3,8 @@ package kcm
 import (
 	"slices"
 	"testing"
+
+	"github.com/kubebus/kubebus/controllers/cache"
 )
 
 func TestEnabled(t *testing.T) {
@@ -27,6 +29,22 @@ func TestEnabled(t *testing.T) {
 		}
 		if !tc.wantErr && !slices.Equal(got, tc.want) {
 			t.Errorf("Enabled(%v) = %v, want %v", tc.sel, got, tc.want)
+		}
+	}
+}
+
+func TestSharedMetadataNamesServedResources(t *testing.T) {
+	served := map[string]bool{}
+	for _, r := range servedResources() {
+		served[r.GVR().GroupResource().String()] = true
+	}
+	shared := sharedMetadata(&cache.Informers{})
+	if len(shared) == 0 {
+		t.Fatal("no shared caches")
+	}
+	for gr := range shared {
+		if !served[gr.String()] {
+			t.Errorf("shared cache for %s, which the server does not serve", gr)
 		}
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubebus/kubebus/apiserver/resource"
+	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/deployment"
 	"github.com/kubebus/kubebus/controllers/endpoints"
 	"github.com/kubebus/kubebus/controllers/endpointslice"
@@ -31,7 +34,7 @@ func registry() []entry {
 			return nil, err
 		}
 		g, err := garbagecollector.New(garbagecollector.Config{
-			JetStream: d.JetStream, Instance: d.Instance, Resources: servedResources(),
+			JetStream: d.JetStream, Instance: d.Instance, Resources: servedResources(), Shared: sharedMetadata(d.Caches),
 			Client: mc, Recorder: d.Recorder("garbage-collector-controller"), Logger: d.Logger.With("controller", "garbagecollector"),
 		})
 		if err != nil {
@@ -128,4 +131,21 @@ func servedResources() []garbagecollector.Resource {
 		out = append(out, garbagecollector.Resource{Group: r.GVK.Group, Version: r.GVK.Version, Resource: r.Plural, Kind: r.GVK.Kind, Namespaced: r.Namespaced})
 	}
 	return out
+}
+
+// sharedMetadata are the controller-manager's typed caches the garbage
+// collector and the namespace controller read as metadata, instead of
+// keeping caches of their own of the same resources. The node Lease cache
+// is left out: it holds one namespace only.
+func sharedMetadata(c *cache.Informers) map[schema.GroupResource]garbagecollector.Objects {
+	return map[schema.GroupResource]garbagecollector.Objects{
+		{Resource: "pods"}:                                      informer.Metadata(c.Pods),
+		{Group: "apps", Resource: "replicasets"}:                informer.Metadata(c.ReplicaSets),
+		{Group: "apps", Resource: "deployments"}:                informer.Metadata(c.Deployments),
+		{Resource: "nodes"}:                                     informer.Metadata(c.Nodes),
+		{Resource: "namespaces"}:                                informer.Metadata(c.Namespaces),
+		{Resource: "services"}:                                  informer.Metadata(c.Services),
+		{Resource: "endpoints"}:                                 informer.Metadata(c.Endpoints),
+		{Group: "discovery.k8s.io", Resource: "endpointslices"}: informer.Metadata(c.EndpointSlices),
+	}
 }

@@ -48,6 +48,17 @@ type Options struct {
 	// hostname).
 	Instance string
 	Logger   *slog.Logger
+	// Caches, when set, are informers the process shares and runs (in
+	// `kubebus server`, the controller-manager's); the scheduler then
+	// follows the bus with none of its own.
+	Caches *Caches
+}
+
+// Caches are the informers the scheduler reads.
+type Caches struct {
+	Nodes      *informer.Informer[*corev1.Node]
+	Pods       *informer.Informer[*corev1.Pod]
+	Namespaces *informer.Informer[*corev1.Namespace]
 }
 
 func (o *Options) validate() error {
@@ -133,26 +144,31 @@ func Run(ctx context.Context, o Options) error {
 		parallelism: int(*o.Config.Parallelism),
 		log:         o.Logger,
 	}
-	if s.nodes, err = newInformer(js, o, "nodes", func() *corev1.Node { return &corev1.Node{} }); err != nil {
-		return err
-	}
-	if s.pods, err = newInformer(js, o, "pods", func() *corev1.Pod { return &corev1.Pod{} }); err != nil {
-		return err
-	}
-	s.getPod = s.pods.Get
-	if s.namespaces, err = newInformer(js, o, "namespaces", func() *corev1.Namespace { return &corev1.Namespace{} }); err != nil {
-		return err
+	m := &controllers.Manager{Client: leaseClient, Lease: o.Lease, Logger: o.Logger}
+	if c := o.Caches; c != nil {
+		s.nodes, s.pods, s.namespaces = c.Nodes, c.Pods, c.Namespaces
+		for _, c := range []controllers.Cache{s.nodes, s.pods, s.namespaces} {
+			m.AddCache(controllers.Borrowed{Synced: c})
+		}
+	} else {
+		if s.nodes, err = newInformer(js, o, "nodes", func() *corev1.Node { return &corev1.Node{} }); err != nil {
+			return err
+		}
+		if s.pods, err = newInformer(js, o, "pods", func() *corev1.Pod { return &corev1.Pod{} }); err != nil {
+			return err
+		}
+		if s.namespaces, err = newInformer(js, o, "namespaces", func() *corev1.Namespace { return &corev1.Namespace{} }); err != nil {
+			return err
+		}
+		m.AddCache(s.nodes)
+		m.AddCache(s.pods)
+		m.AddCache(s.namespaces)
 	}
 	s.addHandlers()
 
 	rec, stop := controllers.Recorder(ctx, eventClient, EventComponent)
 	defer stop()
 	s.recorder = rec
-
-	m := &controllers.Manager{Client: leaseClient, Lease: o.Lease, Logger: o.Logger}
-	m.AddCache(s.nodes)
-	m.AddCache(s.pods)
-	m.AddCache(s.namespaces)
 	m.Add(s)
 	names := make([]string, 0, len(profiles))
 	for n := range profiles {

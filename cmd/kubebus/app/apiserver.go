@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubebus/kubebus/bus"
 
+	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/apiserver/serve"
 	"github.com/kubebus/kubebus/apiserver/servicealloc"
 )
@@ -36,13 +37,21 @@ Several API servers may share one etcd; they are stateless.`,
 	f.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", servicealloc.DefaultClusterIPRange, "CIDR Services get their cluster IPs from")
 	f.StringVar(&o.ServiceNodePortRange, "service-node-port-range", servicealloc.DefaultNodePortRange, "ports Services of type NodePort and LoadBalancer get their node ports from")
 	addBusFlags(f, &o.BusLimits)
+	addWatchCacheFlag(f, &o.WatchCacheBytes)
 	_ = cmd.MarkFlagRequired("etcd-servers")
 	_ = cmd.MarkFlagRequired("pki-dir")
 	return cmd
+}
+
+// addWatchCacheFlag registers the bound of the REST watch hubs' history.
+func addWatchCacheFlag(f *pflag.FlagSet, n *int64) {
+	f.Int64Var(n, "watch-cache-bytes", apiserver.DefaultWatchCacheBytes,
+		"bytes of recent events the REST watches keep in memory, all resources together; watches resuming from older revisions are served from etcd")
 }
 
 // addBusFlags registers the bus stream limits.
 func addBusFlags(f *pflag.FlagSet, l *bus.StreamLimits) {
 	f.DurationVar(&l.MaxAge, "bus-history-max-age", 24*time.Hour, "how long the bus keeps history")
 	f.Int64Var(&l.MaxBytes, "bus-history-max-bytes", 1<<30, "how many bytes of history the bus keeps")
+	f.DurationVar(&l.Duplicates, "bus-dedupe-window", bus.DefaultDuplicates, "how long the bus remembers message IDs to drop a retried publish (held in memory)")
 }

@@ -20,8 +20,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 type globals struct {
-	logLevel string
-	stderr   io.Writer
+	logLevel    string
+	memoryLimit string
+	stderr      io.Writer
 }
 
 func (g *globals) logger() *slog.Logger {
@@ -48,11 +49,20 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.PersistentPreRun = func(*cobra.Command, []string) {
+	root.PersistentFlags().StringVar(&g.memoryLimit, memoryLimitFlag, "0",
+		"the Go runtime's soft memory limit: a quantity such as 768Mi; 0 derives one (90% of the cgroup's memory.max, else the smaller of 1Gi and half the machine's memory); none sets none. GOMEMLIMIT in the environment wins")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		// client-go logs through klog; send it to the same structured log.
 		// Its info lines (leader election's "attempting to acquire")
 		// repeat what our components log, so they count as debug.
-		klog.SetSlogLogger(slog.New(infoAsDebug{g.logger().Handler()}))
+		log := g.logger()
+		klog.SetSlogLogger(slog.New(infoAsDebug{log.Handler()}))
+		limit, err := applyMemoryLimit(g.memoryLimit)
+		if err != nil {
+			return err
+		}
+		log.Debug("memory limit", "limit", limit)
+		return nil
 	}
 	root.AddCommand(newServerCmd(g), newAPIServerCmd(g), newControllerManagerCmd(g))
 	root.AddCommand(newTapCmd(g))

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/scheduler/config"
 	"github.com/kubebus/kubebus/scheduler/shell"
 )
@@ -70,7 +71,7 @@ func loadSchedulerConfig(file string) (*config.Configuration, error) {
 }
 
 // runScheduler runs the scheduler in this process.
-func runScheduler(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL, configFile string) error {
+func runScheduler(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL, configFile string, shared *cache.Informers) error {
 	cfg, err := componentConfig(pkiDir, addr, "system:kube-scheduler")
 	if err != nil {
 		return fmt.Errorf("scheduler credentials: %w", err)
@@ -83,7 +84,7 @@ func runScheduler(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL, 
 			// controller-manager.
 			c.ClientConnection.QPS, c.ClientConnection.Burst = 1000, 2000
 		}
-		err = shell.Run(ctx, shell.Options{REST: cfg, NATSURL: natsURL, Config: c, Logger: log.With("component", "scheduler")})
+		err = shell.Run(ctx, shell.Options{REST: cfg, NATSURL: natsURL, Config: c, Logger: log.With("component", "scheduler"), Caches: schedulerCaches(shared)})
 	}
 	return err
 }

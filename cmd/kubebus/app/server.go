@@ -20,6 +20,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/natsserver"
+	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/kcm"
 	"github.com/kubebus/kubebus/kubelet/host"
 	"github.com/kubebus/kubebus/proxy"
@@ -38,6 +39,8 @@ type serverOptions struct {
 	node       nodeOptions
 	schedCfg   string
 	bus        bus.StreamLimits
+	watchCache int64
+	natsMemory int64
 	dataDir    string
 	port       int
 	etcdPort   int
@@ -71,6 +74,8 @@ Restarting with the same --data-dir keeps every object.`,
 	f.StringVar(&o.nodePorts, "service-node-port-range", servicealloc.DefaultNodePortRange, "ports Services of type NodePort and LoadBalancer get their node ports from")
 	f.StringVar(&o.tokenFile, "token-auth-file", "", "static bearer tokens: token,user,uid[,\"groups\"] per line")
 	addBusFlags(f, &o.bus)
+	addWatchCacheFlag(f, &o.watchCache)
+	f.Int64Var(&o.natsMemory, "nats-max-memory", natsserver.DefaultMaxMemory, "bytes the embedded NATS may keep in memory-backed JetStream streams")
 	addControllerManagerFlags(f, &o.kcm)
 	f.BoolVar(&o.noKCM, "disable-controller-manager", false, "do not run the controller-manager in this process")
 	f.BoolVar(&o.noSched, "disable-scheduler", false, "do not run the scheduler in this process")
@@ -117,7 +122,7 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 	}
 	defer etcd.Close()
 	log.Info("embedded etcd ready", "endpoint", etcd.Endpoint)
-	ns, err := natsserver.Start(natsserver.Config{StoreDir: filepath.Join(dir, "nats"), Port: o.natsPort})
+	ns, err := natsserver.Start(natsserver.Config{StoreDir: filepath.Join(dir, "nats"), Port: o.natsPort, MaxMemory: o.natsMemory})
 	if err != nil {
 		return err
 	}
@@ -133,6 +138,7 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 			BindAddress: o.bind, Port: o.port, PKIDir: pkiDir,
 			Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus, TokenFile: o.tokenFile,
 			ServiceClusterIPRange: o.svcIPRange, ServiceNodePortRange: o.nodePorts,
+			WatchCacheBytes: o.watchCache,
 		})
 	})
 	var addr string
@@ -144,15 +150,20 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 		return sup.Wait(shutdownGrace)
 	}
 
+	// The informers the components share stop after them.
+	shared, runShared := newSharedCaches(log, ns.URL(), !o.noKCM)
+	if runShared != nil {
+		sup.Go(sup.tier(), "shared informers", runShared)
+	}
 	comps := sup.tier()
 	if !o.noKCM {
 		sup.Go(comps, "controller-manager", func(ctx context.Context) error {
-			return runControllerManager(ctx, log, pkiDir, addr, ns.URL(), o.kcm)
+			return runControllerManager(ctx, log, pkiDir, addr, ns.URL(), o.kcm, shared)
 		})
 	}
 	if !o.noSched {
 		sup.Go(comps, "scheduler", func(ctx context.Context) error {
-			return runScheduler(ctx, log, pkiDir, addr, ns.URL(), o.schedCfg)
+			return runScheduler(ctx, log, pkiDir, addr, ns.URL(), o.schedCfg, shared)
 		})
 	}
 	nodeReady := make(chan struct{})
@@ -166,7 +177,7 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 		})
 		if !o.noProxy {
 			sup.Go(comps, "local node proxy", func(ctx context.Context) error {
-				return runLocalProxy(ctx, log, ns.URL(), o.node)
+				return runLocalProxy(ctx, log, ns.URL(), o.node, shared)
 			})
 		}
 	}
@@ -221,19 +232,21 @@ func componentConfig(pkiDir, addr, user string) (*rest.Config, error) {
 	return &rest.Config{Host: "https://" + addr, TLSClientConfig: rest.TLSClientConfig{CAFile: b.CAFile, CertFile: cert, KeyFile: key}}, nil
 }
 
-// runControllerManager runs the controller-manager in this process.
-func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL string, o kcm.Options) error {
+// runControllerManager runs the controller-manager in this process, on
+// the shared informers when there are.
+func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL string, o kcm.Options, shared *cache.Informers) error {
 	cfg, err := componentConfig(pkiDir, addr, "system:kube-controller-manager")
 	if err != nil {
 		return fmt.Errorf("controller-manager credentials: %w", err)
 	}
-	o.REST, o.NATSURL, o.Logger = cfg, natsURL, log.With("component", "controller-manager")
+	o.REST, o.NATSURL, o.Logger, o.Caches = cfg, natsURL, log.With("component", "controller-manager"), shared
 	return kcm.Run(ctx, o)
 }
 
 // runLocalProxy runs the local node's proxy, programming the nftables of
-// the node network namespace when there is one.
-func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, o nodeOptions) error {
+// the node network namespace when there is one, on the shared informers
+// when there are.
+func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, o nodeOptions, shared *cache.Informers) error {
 	name := o.name
 	if name == "" {
 		h, err := os.Hostname()
@@ -261,5 +274,5 @@ func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, o node
 	}
 	defer nc.Close()
 	plog := log.With("component", "proxy")
-	return proxy.Run(ctx, proxy.Config{JetStream: js, Instance: name, Applier: a, Logger: plog, Families: proxyFamilies(ctx, a, true, plog)})
+	return proxy.Run(ctx, withProxyCaches(proxy.Config{JetStream: js, Instance: name, Applier: a, Logger: plog, Families: proxyFamilies(ctx, a, true, plog)}, shared))
 }

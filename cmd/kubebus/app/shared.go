@@ -1,0 +1,63 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/controllers/cache"
+	"github.com/kubebus/kubebus/proxy"
+	"github.com/kubebus/kubebus/scheduler/shell"
+)
+
+// sharedComponent names the durable bus consumers of the informers the
+// components of `kubebus server` share.
+const sharedComponent = "kubebus-server"
+
+// newSharedCaches builds the informers every in-process component reads
+// (the controller-manager, the scheduler, the local proxy): one per
+// resource for the whole process, each one durable bus consumer, instead
+// of one per component, and the function that runs them until its context
+// ends. Without the controller-manager, which reads most of them, it
+// returns nils and each component keeps its own, as it does in a process
+// of its own.
+func newSharedCaches(log *slog.Logger, natsURL string, withKCM bool) (*cache.Informers, func(context.Context) error) {
+	if !withKCM {
+		return nil, nil
+	}
+	log = log.With("component", "informers")
+	nc, js, err := bus.Connect(natsURL, sharedComponent)
+	if err != nil {
+		log.Warn("no shared informers; each component keeps its own", "err", err)
+		return nil, nil
+	}
+	host, _ := os.Hostname()
+	caches, err := cache.New(cache.Config{JetStream: js, Component: sharedComponent, Instance: host, Logger: log})
+	if err != nil {
+		nc.Close()
+		log.Warn("no shared informers; each component keeps its own", "err", err)
+		return nil, nil
+	}
+	return caches, func(ctx context.Context) error {
+		defer nc.Close()
+		return caches.Run(ctx)
+	}
+}
+
+// schedulerCaches are the scheduler's view of the shared informers (nil:
+// it keeps its own).
+func schedulerCaches(c *cache.Informers) *shell.Caches {
+	if c == nil {
+		return nil
+	}
+	return &shell.Caches{Nodes: c.Nodes, Pods: c.Pods, Namespaces: c.Namespaces}
+}
+
+// withProxyCaches makes the proxy read the shared informers, when there are.
+func withProxyCaches(cfg proxy.Config, c *cache.Informers) proxy.Config {
+	if c != nil {
+		cfg.Services, cfg.EndpointSlices = c.Services, c.EndpointSlices
+	}
+	return cfg
+}
