@@ -164,6 +164,7 @@ func Run(ctx context.Context, o Options) error {
 		m.AddCache(s.pods)
 		m.AddCache(s.namespaces)
 	}
+	s.getPod = s.pods.Get
 	s.addHandlers()
 
 	rec, stop := controllers.Recorder(ctx, eventClient, EventComponent)
