@@ -51,6 +51,10 @@ func Start(cfg Config) (*Server, error) {
 		MaxPayload: 8 << 20,
 
 		JetStreamMaxMemory: cfg.MaxMemory,
+		// NATS 2.12+ caps a stream at 1,000 consumers unless told
+		// otherwise; a cluster has one per node on the node stream and
+		// tools (the tap, tests) add their own, so no cap here.
+		JetStreamLimits: server.JSLimitOpts{DefaultMaxConsumers: -1},
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
