@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,8 +65,8 @@ func BenchmarkMemoryRounds(b *testing.B) {
 	}
 }
 
-// createRunningPods creates n pods labelled app=mem from 32 goroutines
-// sharing one client and waits until a watch saw all of them Running.
+// createRunningPods creates n pods labelled app=mem (createPods: 32
+// goroutines sharing one client) and waits until a watch saw all of them Running.
 func createRunningPods(b *testing.B, cs kubernetes.Interface, n int) {
 	b.Helper()
 	ctx := context.Background()
@@ -79,30 +77,12 @@ func createRunningPods(b *testing.B, cs kubernetes.Interface, n int) {
 	defer w.Stop()
 	stages := make(chan podStages, 1)
 	go func() { stages <- watchStages(w.ResultChan(), n) }()
-	var next, failed atomic.Int64
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				p := benchPod(i)
-				p.Name = fmt.Sprintf("mem-%05d", i)
-				p.Labels = map[string]string{"app": "mem"}
-				if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
-					failed.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if f := failed.Load(); f > 0 {
-		b.Fatalf("%d pod creates failed", f)
-	}
+	createPods(ctx, b, cs, "default", n, func(i int) *corev1.Pod {
+		p := benchPod(i)
+		p.Name = fmt.Sprintf("mem-%05d", i)
+		p.Labels = map[string]string{"app": "mem"}
+		return p
+	})
 	select {
 	case <-stages:
 	case <-time.After(5 * time.Minute):
