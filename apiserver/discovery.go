@@ -26,6 +26,8 @@ var subresourceInfo = map[resource.Subresource]struct {
 	resource.Log:      {verbs: []string{"get"}, gvk: &schema.GroupVersionKind{Version: "v1", Kind: "Pod"}},
 	resource.Finalize: {verbs: []string{"update"}},
 	resource.Eviction: {verbs: []string{"create"}, gvk: &schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}},
+	resource.Token:    {verbs: []string{"create"}, gvk: &schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}},
+	resource.Approval: {verbs: []string{"get", "patch", "update"}},
 }
 
 // groupVersions returns the served group versions, core first, then by group name.

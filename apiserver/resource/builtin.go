@@ -62,7 +62,8 @@ func Builtin() []*Resource {
 			New: func() runtime.Object { return &corev1.Event{} }, NewList: func() runtime.Object { return &corev1.EventList{} },
 			Fields: eventFields},
 		{GVK: core("ServiceAccount"), Plural: "serviceaccounts", Singular: "serviceaccount", Namespaced: true, ShortNames: []string{"sa"},
-			New: func() runtime.Object { return &corev1.ServiceAccount{} }, NewList: func() runtime.Object { return &corev1.ServiceAccountList{} }},
+			Subresources: []Subresource{Token},
+			New:          func() runtime.Object { return &corev1.ServiceAccount{} }, NewList: func() runtime.Object { return &corev1.ServiceAccountList{} }},
 		{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Plural: "deployments", Singular: "deployment", Namespaced: true,
 			ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: []Subresource{Status, Scale}, HasGeneration: true,
 			New: func() runtime.Object { return &appsv1.Deployment{} }, NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
@@ -95,6 +96,7 @@ func Builtin() []*Resource {
 		{GVK: schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"), Plural: "priorityclasses", Singular: "priorityclass", ShortNames: []string{"pc"},
 			New: func() runtime.Object { return &schedulingv1.PriorityClass{} }, NewList: func() runtime.Object { return &schedulingv1.PriorityClassList{} }},
 	}
+	rows = append(rows, securityRows()...)
 	for _, r := range rows {
 		r.Default = defaults.Default
 		r.Validate = validation.ValidateCreate

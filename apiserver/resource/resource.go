@@ -20,6 +20,8 @@ const (
 	Log      Subresource = "log"
 	Finalize Subresource = "finalize"
 	Eviction Subresource = "eviction"
+	Token    Subresource = "token"    // serviceaccounts/token: a TokenRequest
+	Approval Subresource = "approval" // certificatesigningrequests/approval
 )
 
 // Resource is one row of the table.
@@ -32,6 +34,9 @@ type Resource struct {
 	Categories []string // "all" makes `kubectl get all` include it
 	// Subresources the resource serves besides the object itself.
 	Subresources []Subresource
+	// CreateOnly marks a resource that is answered, never stored (access
+	// and token reviews): its only verb is create.
+	CreateOnly bool
 
 	// New returns an empty object of the kind; NewList an empty list.
 	New     func() runtime.Object
@@ -104,5 +109,8 @@ func (r *Resource) FieldSet(obj runtime.Object) fields.Set {
 
 // Verbs returns the discovery verbs of the resource itself.
 func (r *Resource) Verbs() metav1.Verbs {
+	if r.CreateOnly {
+		return metav1.Verbs{"create"}
+	}
 	return metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 }
