@@ -33,6 +33,11 @@ type Config struct {
 	Authorizer    auth.Authorizer
 	// Admission runs before every write (may be nil).
 	Admission auth.Admitter
+	// RuleResolver answers SelfSubjectRulesReview (nil: the review says
+	// its rules are incomplete). TokenReviewer answers TokenReview (nil:
+	// every token review is unauthenticated).
+	RuleResolver  auth.RuleResolver
+	TokenReviewer TokenReviewer
 	// ReadyChecks are extra /readyz checks by name (etcd is always checked).
 	ReadyChecks map[string]func(context.Context) error
 	Metrics     *Metrics
@@ -102,6 +107,12 @@ func (c *Config) validate() error {
 		c.Allocators = a
 	}
 	return nil
+}
+
+// TokenReviewer authenticates a bearer token for TokenReview: the user, and
+// the audiences of the request the token is valid for.
+type TokenReviewer interface {
+	AuthenticateTokenAudiences(ctx context.Context, token string, audiences []string) (u auth.User, matched []string, ok bool, err error)
 }
 
 // Version is what /version reports.
