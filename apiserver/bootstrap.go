@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubebus/kubebus/apiserver/auth"
 )
 
 // SystemNamespaces exist in every cluster.
@@ -28,6 +30,7 @@ func SystemPriorityClasses() []*schedulingv1.PriorityClass {
 // Bootstrap creates the system namespaces and priority classes that are
 // missing. Several API servers may race here; AlreadyExists is success.
 func (s *Server) Bootstrap(ctx context.Context) error {
+	ctx = auth.WithUser(ctx, auth.APIServer)
 	if res, ok := s.byGVR[schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}]; ok {
 		for _, name := range SystemNamespaces {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -132,6 +132,9 @@ func (s *Server) createObject(ctx context.Context, res *resource.Resource, obj r
 	if res.PrepareForCreate != nil {
 		res.PrepareForCreate(obj)
 	}
+	if res.PrepareForCreateBy != nil {
+		res.PrepareForCreateBy(obj, auth.UserFrom(ctx))
+	}
 	if err := s.admit(ctx, res, auth.Create, obj, nil, "", isDryRun); err != nil {
 		return nil, err
 	}
@@ -198,11 +201,14 @@ func (s *Server) admit(ctx context.Context, res *resource.Resource, op auth.Oper
 		return nil
 	}
 	m, _ := meta.Accessor(firstNonNil(obj, old))
-	a := auth.Attributes{User: auth.UserFrom(ctx), APIGroup: res.GVK.Group, Resource: res.Plural, Subresource: sub}
+	a := auth.Attributes{User: auth.UserFrom(ctx), ResourceRequest: true, APIGroup: res.GVK.Group, APIVersion: res.GVK.Version, Resource: res.Plural, Subresource: sub}
 	if m != nil {
 		a.Namespace, a.Name = m.GetNamespace(), m.GetName()
 	}
-	if err := s.cfg.Admission.Admit(ctx, &auth.AdmissionRequest{Operation: op, Attributes: a, Object: obj, OldObject: old, DryRun: isDryRun, Subresource: sub}); err != nil {
+	req := &auth.AdmissionRequest{Operation: op, Attributes: a, Kind: res.GVK, Object: obj, OldObject: old, DryRun: isDryRun, Subresource: sub}
+	err := s.cfg.Admission.Admit(ctx, req)
+	addWarnings(ctx, req.Warnings)
+	if err != nil {
 		var se apierrors.APIStatus
 		if errors.As(err, &se) {
 			return err

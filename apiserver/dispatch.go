@@ -2,29 +2,31 @@ package apiserver
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
 	"github.com/kubebus/kubebus/apiserver/resource"
 )
 
-// statusRecorder remembers the status code for metrics.
+// statusRecorder remembers the status code for metrics, and sends the
+// warnings admission collected for the request with the header.
 type statusRecorder struct {
 	http.ResponseWriter
-	code int
+	code     int
+	warnings *warningSink
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.code == 0 {
 		r.code = code
+		r.warnings.write(r.ResponseWriter)
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
@@ -32,6 +34,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
 		r.code = http.StatusOK
+		r.warnings.write(r.ResponseWriter)
 	}
 	return r.ResponseWriter.Write(b)
 }
@@ -47,13 +50,32 @@ func (r *statusRecorder) Flush() {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ri, ok := parseRequestInfo(r)
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &statusRecorder{ResponseWriter: w, warnings: &warningSink{}}
+	r = r.WithContext(context.WithValue(r.Context(), warningsKey{}, rec.warnings))
 	metricResource := "unknown"
 	defer func() {
 		s.cfg.Metrics.observeRequest(ri.Verb, metricResource, ri.Subresource, rec.code, time.Since(start))
 	}()
 	if !ok {
 		s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		return
+	}
+	// Authorized before anything else, so that a caller learns nothing of
+	// what is served unless it may ask, as upstream.
+	attrs := auth.Attributes{
+		User: auth.UserFrom(r.Context()), Verb: ri.Verb, ResourceRequest: true, APIGroup: ri.Group, APIVersion: ri.Version,
+		Resource: ri.Resource, Subresource: ri.Subresource, Namespace: ri.Namespace, Name: ri.Name,
+	}
+	if (ri.Verb == "list" || ri.Verb == "watch") && ri.Name == "" {
+		// A list or watch of one object by name is about that object, as
+		// upstream's request-info parser says (a kubelet watching one Secret).
+		if sel, err := fields.ParseSelector(r.URL.Query().Get("fieldSelector")); err == nil {
+			if v, ok := sel.RequiresExactMatch("metadata.name"); ok {
+				attrs.Name = v
+			}
+		}
+	}
+	if !s.authorized(rec, r, attrs) {
 		return
 	}
 	res, err := s.lookup(ri)
@@ -84,19 +106,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	r = r.WithContext(ctx)
-	attrs := auth.Attributes{
-		User: auth.UserFrom(ctx), Verb: ri.Verb, APIGroup: ri.Group, Resource: ri.Resource,
-		Subresource: ri.Subresource, Namespace: ri.Namespace, Name: ri.Name,
-	}
-	dec, reason, err := s.cfg.Authorizer.Authorize(ctx, attrs)
-	if err != nil {
-		s.writeError(rec, r, apierrors.NewInternalError(fmt.Errorf("authorizing: %w", err)))
-		return
-	}
-	if dec != auth.Allow {
-		s.writeError(rec, r, apierrors.NewForbidden(res.GroupResource(), ri.Name, errors.New(reason)))
-		return
-	}
 	if err := checkOptions(r, ri); err != nil {
 		s.writeError(rec, r, err)
 		return
@@ -145,6 +154,12 @@ func checkOptions(r *http.Request, ri RequestInfo) error {
 // dispatch calls the handler for the verb and subresource.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource) error {
 	notAllowed := errMethodNotAllowed(r.Method, res.Plural)
+	if res.CreateOnly {
+		if ri.Verb == "create" && ri.Name == "" && ri.Subresource == "" {
+			return s.serveReview(w, r, ri, res)
+		}
+		return notAllowed
+	}
 	switch resource.Subresource(ri.Subresource) {
 	case "":
 		switch ri.Verb {
@@ -199,6 +214,19 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri RequestInfo
 	case resource.Binding:
 		if ri.Verb == "create" {
 			return s.bind(w, r, ri, res)
+		}
+	case resource.Token:
+		if ri.Verb == "create" {
+			return s.tokenRequest(w, r, ri, res)
+		}
+	case resource.Approval:
+		switch ri.Verb {
+		case "get":
+			return s.get(w, r, ri, res)
+		case "update":
+			return s.update(w, r, ri, res, resource.Approval)
+		case "patch":
+			return s.patch(w, r, ri, res, resource.Approval)
 		}
 	case resource.Log:
 		if ri.Verb == "get" && res.GVK == corev1.SchemeGroupVersion.WithKind("Pod") {

@@ -54,6 +54,10 @@ func storageError(err error, gr schema.GroupResource, name string) error {
 	if errors.As(err, &se) {
 		return err
 	}
+	var te *storage.TransformError
+	if errors.As(err, &te) {
+		return apierrors.NewInternalError(te)
+	}
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("storage: %v", err))
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	// every token review is unauthenticated).
 	RuleResolver  auth.RuleResolver
 	TokenReviewer TokenReviewer
+	// TokenIssuer signs tokens for serviceaccounts/token (nil: that
+	// subresource answers 503).
+	TokenIssuer TokenIssuer
 	// ReadyChecks are extra /readyz checks by name (etcd is always checked).
 	ReadyChecks map[string]func(context.Context) error
 	Metrics     *Metrics
@@ -49,8 +52,13 @@ type Config struct {
 	InFlightWait                time.Duration
 	// Mount adds routes (OpenAPI, logs proxy) to the router.
 	Mount []func(chi.Router)
-	// Profiling serves /debug/pprof, as upstream's --profiling does.
+	// Profiling serves /debug/pprof, as upstream's --profiling does (to
+	// users the authorizer lets GET those paths).
 	Profiling bool
+	// RejectAnonymous answers a request without a credential with 401, as
+	// upstream's --anonymous-auth=false; by default it goes on as
+	// system:anonymous and the authorizer decides what it may do.
+	RejectAnonymous bool
 	// WatchBookmarkInterval is how often watches that allow bookmarks get one.
 	WatchBookmarkInterval time.Duration
 	// WatchCacheBytes bounds the encoded recent events every resource's
@@ -167,7 +175,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.authenticate)
+	r.Use(s.recoverer, s.authenticate, s.impersonate, s.authorizeNonResource)
 	r.Get("/livez", s.serveLive)
 	r.Get("/healthz", s.serveReady)
 	r.Get("/readyz", s.serveReady)
@@ -181,7 +189,6 @@ func (s *Server) routes() http.Handler {
 		r.Get("/apis/{group}"+slash, s.serveAPIGroup)
 		r.Get("/apis/{group}/{version}"+slash, s.serveResourceList)
 	}
-	r.Post("/apis/authentication.k8s.io/v1/selfsubjectreviews", s.serveSelfSubjectReview)
 	r.Handle("/api/v1/*", http.HandlerFunc(s.serveResource))
 	r.Handle("/apis/{group}/{version}/*", http.HandlerFunc(s.serveResource))
 	if s.cfg.Profiling {
@@ -219,19 +226,27 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// authenticate attaches the request's user to its context.
+// authenticate attaches the request's user to its context: an
+// authenticated user with system:authenticated among its groups, or
+// system:anonymous when the request has no credential and anonymous
+// requests are allowed. A bad credential is a 401, as upstream.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u := auth.Anonymous
+		ok := false
 		if s.cfg.Authenticator != nil {
-			got, ok, err := s.cfg.Authenticator.Authenticate(r)
+			got, found, err := s.cfg.Authenticator.Authenticate(r)
 			if err != nil {
-				s.writeError(w, r, apierrors.NewUnauthorized(err.Error()))
+				s.writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 				return
 			}
-			if ok {
-				u = got
+			if found {
+				u, ok = got.WithAuthenticated(), true
 			}
+		}
+		if !ok && s.cfg.RejectAnonymous {
+			s.writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
+			return
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), u)))
 	})

@@ -134,7 +134,9 @@ func (s *Server) tryUpdate(ctx context.Context, res *resource.Resource, key, nam
 			return updateResult{}, err
 		}
 	}
-	if bytes.Equal(data, kv.Value) || isDryRun {
+	// A value read with an old encryption key is written again even when
+	// unchanged, so that rewriting objects rotates their key.
+	if bytes.Equal(data, kv.Value) && !kv.Stale || isDryRun {
 		if optimistic {
 			return updateResult{}, errRetry{err: errConflict(res, name)}
 		}
@@ -192,6 +194,13 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 		if st := fieldValue(src, "Status"); st.IsValid() {
 			fieldValue(obj, "Status").Set(st)
 		}
+	case resource.Approval:
+		// Only the approval conditions change (certificatesigningrequests/approval).
+		src := obj.DeepCopyObject()
+		copyInto(obj, old)
+		if c := fieldValue(src, "Status").FieldByName("Conditions"); c.IsValid() {
+			fieldValue(obj, "Status").FieldByName("Conditions").Set(c)
+		}
 	case resource.Finalize:
 		src := obj.DeepCopyObject()
 		copyInto(obj, old)
@@ -242,8 +251,12 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 	if err := s.admit(ctx, res, auth.Update, obj, old, sub, isDryRun); err != nil {
 		return err
 	}
-	if res.ValidateUpdate != nil && sub != string(resource.Binding) {
-		if errs := res.ValidateUpdate(obj, old); len(errs) > 0 {
+	validate := res.ValidateUpdate
+	if sub != "" && res.ValidateSubresource != nil {
+		validate = func(obj, old runtime.Object) field.ErrorList { return res.ValidateSubresource(obj, old, sub) }
+	}
+	if validate != nil && sub != string(resource.Binding) {
+		if errs := validate(obj, old); len(errs) > 0 {
 			return invalid(res, nm.GetName(), errs)
 		}
 	}

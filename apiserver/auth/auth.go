@@ -43,6 +43,11 @@ const (
 // Anonymous is the user of a request that presented no credential.
 var Anonymous = User{Name: AnonymousUser, Groups: []string{AllUnauthenticated}}
 
+// APIServer is the user the API server's own writes are made as (the
+// bootstrap objects, the kubernetes Service, quota accounting), as
+// upstream's loopback client: a member of system:masters.
+var APIServer = User{Name: "system:apiserver", Groups: []string{SystemPrivilegedGroup, AllAuthenticated}}
+
 // InGroup reports whether u is a member of group.
 func (u User) InGroup(group string) bool {
 	for _, g := range u.Groups {

@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -32,6 +33,10 @@ func Default(obj runtime.Object) {
 		defaultNamespace(o)
 	case *corev1.Secret:
 		defaultSecret(o)
+	case *rbacv1.RoleBinding:
+		defaultSubjects(o.Subjects)
+	case *rbacv1.ClusterRoleBinding:
+		defaultSubjects(o.Subjects)
 	case *schedulingv1.PriorityClass:
 		if o.PreemptionPolicy == nil {
 			o.PreemptionPolicy = new(corev1.PreemptLowerPriority)

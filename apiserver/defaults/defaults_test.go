@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -233,5 +234,16 @@ func TestDefaultKinds(t *testing.T) {
 				t.Fatalf("Default mismatch (-want +got):\n%s", diff.Diff(tt.want, tt.in))
 			}
 		})
+	}
+}
+
+func TestDefaultBindingSubjects(t *testing.T) {
+	b := &rbacv1.RoleBinding{Subjects: []rbacv1.Subject{{Kind: "User", Name: "alice"}, {Kind: "Group", Name: "devs"}, {Kind: "ServiceAccount", Name: "robot", Namespace: "ns"}}}
+	Default(b)
+	want := []string{rbacv1.GroupName, rbacv1.GroupName, ""}
+	for i, s := range b.Subjects {
+		if s.APIGroup != want[i] {
+			t.Errorf("subject %d (%s) apiGroup = %q, want %q", i, s.Kind, s.APIGroup, want[i])
+		}
 	}
 }

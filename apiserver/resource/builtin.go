@@ -101,6 +101,7 @@ func Builtin() []*Resource {
 		r.Default = defaults.Default
 		r.Validate = validation.ValidateCreate
 		r.ValidateUpdate = validation.ValidateUpdate
+		r.ValidateSubresource = validation.ValidateSubresourceUpdate
 	}
 	return rows
 }

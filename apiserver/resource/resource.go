@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubebus/kubebus/apiserver/auth"
 )
 
 // Subresource names a subresource a Resource serves.
@@ -51,12 +53,18 @@ type Resource struct {
 	// PrepareForCreate resets what a client may not set on create, such as
 	// status (may be nil).
 	PrepareForCreate func(obj runtime.Object)
+	// PrepareForCreateBy records who creates the object, for kinds that
+	// keep it (a CertificateSigningRequest's spec.username and groups).
+	PrepareForCreateBy func(obj runtime.Object, u auth.User)
 	// PrepareForUpdate carries over what an update may leave out, such as
 	// allocated addresses (may be nil).
 	PrepareForUpdate func(obj, old runtime.Object)
 	// Validate checks a new object; ValidateUpdate checks a change.
 	Validate       func(obj runtime.Object) field.ErrorList
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// ValidateSubresource checks a change made through a subresource
+	// (may be nil: ValidateUpdate then checks it).
+	ValidateSubresource func(obj, old runtime.Object, sub string) field.ErrorList
 	// Fields returns the attributes field selectors match on, beyond
 	// metadata.name and metadata.namespace (may be nil).
 	Fields func(obj runtime.Object) fields.Set

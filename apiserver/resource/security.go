@@ -8,6 +8,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubebus/kubebus/apiserver/auth"
 )
 
 // securityRows are the resources of who may do what: RBAC, quotas and
@@ -37,6 +39,7 @@ func securityRows() []*Resource {
 			PrepareForCreate: func(o runtime.Object) {
 				o.(*certificatesv1.CertificateSigningRequest).Status = certificatesv1.CertificateSigningRequestStatus{}
 			},
+			PrepareForCreateBy: csrRequester,
 			Fields: func(o runtime.Object) fields.Set {
 				return fields.Set{"spec.signerName": o.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 			}},
@@ -53,5 +56,20 @@ func securityRows() []*Resource {
 			New: func() runtime.Object { return &authnv1.TokenReview{} }, NewList: func() runtime.Object { return &authnv1.TokenReview{} }},
 		{GVK: authnv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Plural: "selfsubjectreviews", Singular: "selfsubjectreview", CreateOnly: true,
 			New: func() runtime.Object { return &authnv1.SelfSubjectReview{} }, NewList: func() runtime.Object { return &authnv1.SelfSubjectReview{} }},
+	}
+}
+
+// csrRequester records the requesting user in a CSR's spec, as upstream's
+// strategy does: what a client wrote there is replaced.
+func csrRequester(o runtime.Object, u auth.User) {
+	csr := o.(*certificatesv1.CertificateSigningRequest)
+	csr.Spec.Username, csr.Spec.UID = u.Name, u.UID
+	csr.Spec.Groups = append([]string(nil), u.Groups...)
+	csr.Spec.Extra = nil
+	for k, v := range u.Extra {
+		if csr.Spec.Extra == nil {
+			csr.Spec.Extra = map[string]certificatesv1.ExtraValue{}
+		}
+		csr.Spec.Extra[k] = append(certificatesv1.ExtraValue(nil), v...)
 	}
 }

@@ -2,9 +2,11 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kubebus/kubebus/apiserver/storage"
@@ -35,7 +37,7 @@ func (s storeSource) Changes(ctx context.Context, from int64) (<-chan publish.Ch
 				break
 			}
 			c := publish.Change{Progress: ev.Type == storage.Progress, Delete: ev.Type == storage.Delete, Created: ev.Created,
-				Revision: ev.Revision, Key: ev.KV.Key, Value: ev.KV.Value, Prev: ev.Prev.Value, PrevRevision: ev.Prev.ModRevision}
+				Revision: ev.Revision, Key: ev.KV.Key, Value: publishable(ev.KV.Key, ev.KV.Value), Prev: publishable(ev.KV.Key, ev.Prev.Value), PrevRevision: ev.Prev.ModRevision}
 			select {
 			case out <- c:
 			case <-ctx.Done():
@@ -62,13 +64,55 @@ func (s storeSource) Snapshot(ctx context.Context) (int64, []publish.KeyValue, e
 		}
 		rev = page.Revision
 		for _, kv := range page.KVs {
-			kvs = append(kvs, publish.KeyValue{Key: kv.Key, Value: kv.Value, Revision: kv.ModRevision})
+			kvs = append(kvs, publish.KeyValue{Key: kv.Key, Value: publishable(kv.Key, kv.Value), Revision: kv.ModRevision})
 		}
 		if !page.More || len(page.KVs) == 0 {
 			return rev, kvs, nil
 		}
 		start = page.KVs[len(page.KVs)-1].Key + "\x00"
 	}
+}
+
+// secretsPrefix is where Secrets are stored.
+const secretsPrefix = storage.RegistryPrefix + "core/secrets/"
+
+// publishable is the value of key as the bus may carry it. Secrets go out
+// as metadata only: no component reads Secrets from the bus (the kubelet
+// GETs the ones its pods use through the API, where the Node authorizer
+// limits it to them), and everything on the bus is visible to every bus
+// consumer and to kubebus tap, so Secret data must never reach it.
+func publishable(key string, value []byte) []byte {
+	if !strings.HasPrefix(key, secretsPrefix) {
+		return value
+	}
+	return redactSecret(value)
+}
+
+// redactSecret returns a stored Secret without its data and stringData,
+// every other field (kind, apiVersion, metadata, type, immutable) as it
+// was. A value that is not a JSON object comes back empty, which the
+// publisher skips (or, for a delete, replaces with the bare key): it must
+// fail closed.
+func redactSecret(value []byte) []byte {
+	if len(value) == 0 {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(value, &fields); err != nil || fields == nil {
+		return nil
+	}
+	_, hasData := fields["data"]
+	_, hasStringData := fields["stringData"]
+	if !hasData && !hasStringData {
+		return value
+	}
+	delete(fields, "data")
+	delete(fields, "stringData")
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // storeElector runs the publisher election in etcd.

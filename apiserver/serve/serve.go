@@ -11,19 +11,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubebus/kubebus/apiserver"
-	"github.com/kubebus/kubebus/apiserver/admission"
-	"github.com/kubebus/kubebus/apiserver/auth"
 	"github.com/kubebus/kubebus/apiserver/openapi"
 	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/servicealloc"
 	"github.com/kubebus/kubebus/apiserver/storage"
+	"github.com/kubebus/kubebus/apiserver/storage/encryption"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/publish"
 	"github.com/kubebus/kubebus/bus/tap"
@@ -46,8 +46,9 @@ type Options struct {
 	// TokenFile, when set, authenticates bearer tokens listed in it
 	// (token,user,uid[,"groups"] per line, as upstream's --token-auth-file).
 	TokenFile string
-	// NoProfiling turns /debug/pprof off.
-	NoProfiling bool
+	// Auth says who may do what (authentication, authorization,
+	// admission, encryption at rest, the kubernetes Service).
+	Auth AuthOptions
 	// BusLimits bound the bus's history streams.
 	BusLimits bus.StreamLimits
 	// WatchCacheBytes bounds the recent events the REST watch hubs keep,
@@ -86,12 +87,20 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("apiserver options: %w", err)
 	}
 	metrics := apiserver.NewMetrics()
-	store, err := storage.New(storage.Config{Endpoints: o.EtcdServers, Observe: metrics.ObserveEtcd})
+	scfg := storage.Config{Endpoints: o.EtcdServers, Observe: metrics.ObserveEtcd}
+	if o.Auth.EncryptionProviderConfig != "" {
+		t, err := encryption.Load(o.Auth.EncryptionProviderConfig)
+		if err != nil {
+			return fmt.Errorf("--encryption-provider-config: %w", err)
+		}
+		scfg.Transformer = t
+	}
+	store, err := storage.New(scfg)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	bundle, err := pki.Ensure(pki.Config{Dir: o.PKIDir, Hosts: o.Hosts})
+	bundle, err := pki.Ensure(pki.Config{Dir: o.PKIDir, Hosts: ServingHosts(o.Hosts, o.ServiceClusterIPRange, o.Auth.AdvertiseAddress)})
 	if err != nil {
 		return fmt.Errorf("preparing certificates: %w", err)
 	}
@@ -104,8 +113,15 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("building openapi documents: %w", err)
 	}
+	instance := o.Auth.Instance
+	if instance == "" {
+		host, _ := os.Hostname()
+		instance = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
 	checks := map[string]func(context.Context) error{}
 	mounts := []func(chi.Router){docs.Register}
+	var caches *authCaches
+	var runCaches func(context.Context) error
 	if o.NATSURL != "" {
 		url := o.NATSURL
 		checks["nats"] = func(ctx context.Context) error { return bus.Ping(ctx, url) }
@@ -123,8 +139,36 @@ func Run(ctx context.Context, o Options) error {
 		pubDone := make(chan struct{})
 		go func() { defer close(pubDone); _ = pub.Run(pctx) }()
 		defer func() { stopPub(); <-pubDone }()
+		if caches, err = newAuthCaches(js, instance, o.Logger.With("component", "apiserver-caches"), metrics.Registry); err != nil {
+			return err
+		}
+		runCaches = caches.Run
 		tapHandler := tap.Handler(js, o.Logger.With("component", "tap"))
 		mounts = append(mounts, func(r chi.Router) { r.Handle(tap.EndpointPath, tapHandler) })
+	}
+	sec, err := newSecurity(o, store, caches)
+	if err != nil {
+		return err
+	}
+	mounts = append(mounts, sec.mounts...)
+	if runCaches != nil {
+		cctx, stopCaches := context.WithCancel(ctx)
+		cachesDone := make(chan struct{})
+		go func() {
+			defer close(cachesDone)
+			if err := runCaches(cctx); err != nil {
+				o.Logger.Error("the API server's caches stopped", "err", err)
+			}
+		}()
+		defer func() { stopCaches(); <-cachesDone }()
+		checks["authorization-cache"] = func(context.Context) error {
+			for _, c := range caches.all {
+				if r, ok := c.(interface{ HasSynced() bool }); ok && !r.HasSynced() {
+					return errors.New("the authorization caches have not loaded")
+				}
+			}
+			return nil
+		}
 	}
 	// pods/log dials kubelets with this client certificate and verifies
 	// their serving certificates against the cluster CA.
@@ -136,24 +180,18 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	authn := auth.Chain{auth.ClientCert{}}
-	if o.TokenFile != "" {
-		toks, err := auth.LoadTokenFile(o.TokenFile)
-		if err != nil {
-			return err
-		}
-		authn = append(authn, toks)
-	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: store, Resources: resources, Logger: o.Logger, Metrics: metrics,
-		Authenticator: authn,
-		Allocators:    map[schema.GroupResource]apiserver.Allocator{{Resource: "services"}: svcAlloc},
-		Admission: admission.Chain{
-			admission.Priority{Classes: admission.StoredPriorityClasses{Store: store}},
-			admission.DefaultTolerationSeconds{},
-		},
+		Authenticator:   sec.authn,
+		Authorizer:      sec.authz,
+		RuleResolver:    sec.rules,
+		TokenReviewer:   sec.reviewer,
+		TokenIssuer:     sec.issuer,
+		RejectAnonymous: !o.Auth.AnonymousAuth,
+		Allocators:      map[schema.GroupResource]apiserver.Allocator{{Resource: "services"}: svcAlloc},
+		Admission:       sec.admission,
 		ReadyChecks:     checks,
-		Profiling:       !o.NoProfiling,
+		Profiling:       o.Auth.Profiling,
 		Mount:           mounts,
 		KubeletTLS:      kubeletTLS,
 		WatchCacheBytes: o.WatchCacheBytes,
@@ -161,8 +199,15 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	sec.objects.srv.Store(srv)
 	bctx, cancel := context.WithTimeout(ctx, time.Minute)
 	err = srv.Bootstrap(bctx)
+	if err == nil {
+		err = bootstrapPolicy(bctx, srv)
+	}
+	if err == nil {
+		err = waitForPolicy(bctx, caches, o.Logger)
+	}
 	cancel()
 	if err != nil {
 		return fmt.Errorf("bootstrapping: %w", err)
@@ -182,6 +227,19 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("writing kubeconfig: %w", err)
 		}
 	}
+	clusterIP, err := firstServiceIP(firstNonEmpty(o.ServiceClusterIPRange, servicealloc.DefaultClusterIPRange))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	advAddr, advPort := advertised(o, addr)
+	kctx, stopK := context.WithCancel(ctx)
+	kDone := make(chan struct{})
+	go func() {
+		defer close(kDone)
+		_ = srv.RunKubernetesService(kctx, apiserver.KubernetesService{ClusterIP: clusterIP, AdvertiseAddress: advAddr, Port: advPort, ID: instance})
+	}()
+	defer func() { stopK(); <-kDone }()
 	hs := &http.Server{Handler: srv.Handler(), TLSConfig: tlsCfg, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
 	errc := make(chan error, 1)
@@ -199,6 +257,13 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	_ = hs.Shutdown(sctx)
 	return nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func openAPIResources(rs []*resource.Resource) []openapi.Resource {

@@ -16,4 +16,10 @@
 // The package knows nothing of Kubernetes types: callers encode and decode.
 // The API server encodes objects as JSON (see apiserver/codec.go), the same
 // bytes the bus republishes, so every consumer decodes one format.
+//
+// With Config.Transformer set, values are encrypted at rest: every value
+// written under a key is transformed on its way in and every value read
+// (get, list, watch, a failed compare-and-swap) on its way out, so callers
+// only ever see plaintext; a value that does not decrypt is an error naming
+// its key. Side keys are stored as given.
 package storage

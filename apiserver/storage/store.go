@@ -27,6 +27,10 @@ type KV struct {
 	Value          []byte
 	ModRevision    int64
 	CreateRevision int64
+	// Stale says the value was decrypted with a key that is no longer the
+	// first of its resource: an update should write it even if unchanged,
+	// so that it is encrypted again with the current key.
+	Stale bool
 }
 
 // Config says which etcd to use.
@@ -36,6 +40,10 @@ type Config struct {
 	// Observe, when set, is called after every etcd request with its
 	// operation and duration (for metrics).
 	Observe func(op string, d time.Duration)
+	// Transformer, when set, encrypts values of /registry keys on every
+	// write and decrypts them on every read (see package encryption).
+	// Values of Side keys are stored as given.
+	Transformer Transformer
 }
 
 func (c *Config) validate() error {
@@ -52,6 +60,7 @@ func (c *Config) validate() error {
 type Store struct {
 	cli     *clientv3.Client
 	observe func(op string, d time.Duration)
+	tr      Transformer
 }
 
 // New connects to etcd.
@@ -73,7 +82,7 @@ func New(cfg Config) (*Store, error) {
 	if obs == nil {
 		obs = func(string, time.Duration) {}
 	}
-	return &Store{cli: cli, observe: obs}, nil
+	return &Store{cli: cli, observe: obs, tr: cfg.Transformer}, nil
 }
 
 // Close releases the connection.
@@ -94,7 +103,7 @@ func (s *Store) Get(ctx context.Context, key string) (KV, error) {
 	if len(resp.Kvs) == 0 {
 		return KV{}, ErrNotFound
 	}
-	return kvOf(resp.Kvs[0]), nil
+	return s.fromStorage(ctx, resp.Kvs[0])
 }
 
 // GetSerializable reads one key from the local member without a quorum round
@@ -108,7 +117,7 @@ func (s *Store) GetSerializable(ctx context.Context, key string) (KV, error) {
 	if len(resp.Kvs) == 0 {
 		return KV{}, ErrNotFound
 	}
-	return kvOf(resp.Kvs[0]), nil
+	return s.fromStorage(ctx, resp.Kvs[0])
 }
 
 // Page is one page of a range read.
@@ -145,7 +154,11 @@ func (s *Store) List(ctx context.Context, prefix, startKey string, rev, limit in
 		p.Revision = rev
 	}
 	for _, kv := range resp.Kvs {
-		p.KVs = append(p.KVs, kvOf(kv))
+		v, err := s.fromStorage(ctx, kv)
+		if err != nil {
+			return Page{}, err
+		}
+		p.KVs = append(p.KVs, v)
 	}
 	return p, nil
 }
@@ -162,7 +175,11 @@ func (s *Store) ListSerializable(ctx context.Context, prefix string) (Page, erro
 	}
 	p := Page{Revision: resp.Header.Revision, More: resp.More, KVs: make([]KV, 0, len(resp.Kvs))}
 	for _, kv := range resp.Kvs {
-		p.KVs = append(p.KVs, kvOf(kv))
+		v, err := s.fromStorage(ctx, kv)
+		if err != nil {
+			return Page{}, err
+		}
+		p.KVs = append(p.KVs, v)
 	}
 	return p, nil
 }
@@ -188,6 +205,10 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, parent str
 // A taken claim key fails it with a *ClaimError (errors.Is ErrClaimed).
 func (s *Store) CreateWith(ctx context.Context, key string, value []byte, parent string, side Side) (int64, error) {
 	defer s.timed("create")()
+	stored, err := s.toStorage(ctx, key, value)
+	if err != nil {
+		return 0, err
+	}
 	conds := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}
 	checks := []clientv3.Op{clientv3.OpGet(key, clientv3.WithCountOnly())}
 	if parent != "" {
@@ -195,7 +216,7 @@ func (s *Store) CreateWith(ctx context.Context, key string, value []byte, parent
 		checks = append(checks, clientv3.OpGet(parent, clientv3.WithCountOnly()))
 	}
 	resp, err := s.cli.Txn(ctx).If(append(conds, side.cmps()...)...).
-		Then(append([]clientv3.Op{clientv3.OpPut(key, string(value))}, side.ops()...)...).
+		Then(append([]clientv3.Op{clientv3.OpPut(key, stored)}, side.ops()...)...).
 		Else(append(checks, side.checks()...)...).
 		Commit()
 	if err != nil {
@@ -226,7 +247,11 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, rev int64)
 // A taken claim key fails it with a *ClaimError (errors.Is ErrClaimed).
 func (s *Store) UpdateWith(ctx context.Context, key string, value []byte, rev int64, side Side) (int64, KV, error) {
 	defer s.timed("update")()
-	return s.casWith(ctx, "updating", key, rev, clientv3.OpPut(key, string(value)), side)
+	stored, err := s.toStorage(ctx, key, value)
+	if err != nil {
+		return 0, KV{}, err
+	}
+	return s.casWith(ctx, "updating", key, rev, clientv3.OpPut(key, stored), side)
 }
 
 // Delete removes key if its mod revision is still rev. On a conflict it
@@ -261,7 +286,11 @@ func (s *Store) casWith(ctx context.Context, verb, key string, rev int64, op cli
 				return 0, KV{}, err
 			}
 		}
-		return 0, kvOf(kvs[0]), ErrConflict
+		cur, err := s.fromStorage(ctx, kvs[0])
+		if err != nil {
+			return 0, KV{}, err
+		}
+		return 0, cur, ErrConflict
 	}
 	return resp.Header.Revision, KV{}, nil
 }

@@ -92,9 +92,14 @@ func (s *Store) Watch(ctx context.Context, prefix string, from int64) *Watcher {
 				continue
 			}
 			for _, ev := range resp.Events {
-				e := Event{Revision: ev.Kv.ModRevision, KV: kvOf(ev.Kv), Created: ev.IsCreate()}
-				if ev.PrevKv != nil {
-					e.Prev = kvOf(ev.PrevKv)
+				e := Event{Revision: ev.Kv.ModRevision, Created: ev.IsCreate()}
+				var err error
+				if e.KV, err = s.fromStorage(ctx, ev.Kv); err == nil && ev.PrevKv != nil {
+					e.Prev, err = s.fromStorage(ctx, ev.PrevKv)
+				}
+				if err != nil {
+					werr = fmt.Errorf("watching %s: %w", prefix, err)
+					return
 				}
 				if ev.Type == mvccpb.DELETE {
 					e.Type = Delete

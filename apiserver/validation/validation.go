@@ -6,7 +6,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -49,6 +51,20 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		return validatePriorityClass(o)
 	case *corev1.Event:
 		return validateEvent(o)
+	case *corev1.LimitRange:
+		return validateLimitRange(o)
+	case *corev1.ResourceQuota:
+		return validateResourceQuota(o)
+	case *certificatesv1.CertificateSigningRequest:
+		return validateCSR(o)
+	case *rbacv1.Role:
+		return validateRole(o)
+	case *rbacv1.ClusterRole:
+		return validateClusterRole(o)
+	case *rbacv1.RoleBinding:
+		return validateRoleBinding(o)
+	case *rbacv1.ClusterRoleBinding:
+		return validateClusterRoleBinding(o)
 	}
 	return nil
 }
@@ -100,8 +116,38 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		errs = update(o, old, func(o, old *corev1.Event) field.ErrorList {
 			return append(validateMetaUpdate(&o.ObjectMeta, &old.ObjectMeta), validateEvent(o)...)
 		})
+	case *rbacv1.Role:
+		errs = update(o, old, validateRoleUpdate)
+	case *rbacv1.ClusterRole:
+		errs = update(o, old, validateClusterRoleUpdate)
+	case *rbacv1.RoleBinding:
+		errs = update(o, old, validateRoleBindingUpdate)
+	case *rbacv1.ClusterRoleBinding:
+		errs = update(o, old, validateClusterRoleBindingUpdate)
+	case *corev1.LimitRange:
+		errs = update(o, old, validateLimitRangeUpdate)
+	case *corev1.ResourceQuota:
+		errs = update(o, old, validateResourceQuotaUpdate)
+	case *certificatesv1.CertificateSigningRequest:
+		errs = update(o, old, validateCSRUpdate)
 	}
 	return dedupe(errs)
+}
+
+// ValidateSubresourceUpdate validates a change made through a
+// subresource: a CSR's status (the signer sets the certificate) and
+// approval (the approver adds conditions) allow what its main resource
+// does not; every other kind is validated as by ValidateUpdate.
+func ValidateSubresourceUpdate(obj, old runtime.Object, sub string) field.ErrorList {
+	if o, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+		switch sub {
+		case "status":
+			return dedupe(update(o, old, validateCSRStatusUpdate))
+		case "approval":
+			return dedupe(update(o, old, validateCSRApprovalUpdate))
+		}
+	}
+	return ValidateUpdate(obj, old)
 }
 
 // update runs fn when old is of obj's kind and reports a mismatch otherwise.

@@ -11,9 +11,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -54,6 +56,12 @@ type Informers struct {
 	Endpoints      *informer.Informer[*corev1.Endpoints]
 	EndpointSlices *informer.Informer[*discoveryv1.EndpointSlice]
 	NodeLeases     *informer.Informer[*coordinationv1.Lease]
+	// Who may do what: the service account, root CA publisher, ClusterRole
+	// aggregation and certificate controllers.
+	ServiceAccounts            *informer.Informer[*corev1.ServiceAccount]
+	ConfigMaps                 *informer.Informer[*corev1.ConfigMap]
+	ClusterRoles               *informer.Informer[*rbacv1.ClusterRole]
+	CertificateSigningRequests *informer.Informer[*certificatesv1.CertificateSigningRequest]
 
 	all []runner
 }
@@ -100,6 +108,19 @@ func New(cfg Config) (*Informers, error) {
 		return nil, err
 	}
 	if inf.NodeLeases, err = newInformer(cfg, &inf.all, "coordination.k8s.io", "leases", corev1.NamespaceNodeLease, func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, nil); err != nil {
+		return nil, err
+	}
+	if inf.ServiceAccounts, err = newInformer(cfg, &inf.all, "", "serviceaccounts", "", func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} }, nil); err != nil {
+		return nil, err
+	}
+	if inf.ConfigMaps, err = newInformer(cfg, &inf.all, "", "configmaps", "", func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, nil); err != nil {
+		return nil, err
+	}
+	if inf.ClusterRoles, err = newInformer(cfg, &inf.all, rbacv1.GroupName, "clusterroles", "", func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} }, nil); err != nil {
+		return nil, err
+	}
+	if inf.CertificateSigningRequests, err = newInformer(cfg, &inf.all, certificatesv1.GroupName, "certificatesigningrequests", "",
+		func() *certificatesv1.CertificateSigningRequest { return &certificatesv1.CertificateSigningRequest{} }, nil); err != nil {
 		return nil, err
 	}
 	return inf, nil

@@ -46,6 +46,18 @@ type Options struct {
 type Tuning struct {
 	NodeMonitorGracePeriod time.Duration // 40s
 	ClusterCIDR            string        // 10.244.0.0/16
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the cluster CA
+	// (PEM) csrsigning issues certificates from; without them csrsigning
+	// does not run. The controller-manager is the only component that
+	// needs the CA's key.
+	ClusterSigningCertFile, ClusterSigningKeyFile string
+	// ClusterSigningDuration bounds the certificates csrsigning issues
+	// (default 1 year).
+	ClusterSigningDuration time.Duration
+	// RootCAFile is the CA bundle root-ca-cert-publisher publishes in every
+	// namespace (default: the CA the controller-manager's API client
+	// trusts).
+	RootCAFile string
 }
 
 // Deps is what a controller constructor gets.

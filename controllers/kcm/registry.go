@@ -2,7 +2,9 @@ package kcm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
@@ -11,6 +13,8 @@ import (
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/cache"
+	"github.com/kubebus/kubebus/controllers/certificates"
+	"github.com/kubebus/kubebus/controllers/clusterroleaggregation"
 	"github.com/kubebus/kubebus/controllers/deployment"
 	"github.com/kubebus/kubebus/controllers/endpoints"
 	"github.com/kubebus/kubebus/controllers/endpointslice"
@@ -19,6 +23,8 @@ import (
 	"github.com/kubebus/kubebus/controllers/nodeipam"
 	"github.com/kubebus/kubebus/controllers/nodelifecycle"
 	"github.com/kubebus/kubebus/controllers/replicaset"
+	"github.com/kubebus/kubebus/controllers/rootcacert"
+	"github.com/kubebus/kubebus/controllers/serviceaccount"
 )
 
 // registry is the table of controllers the controller-manager knows, in
@@ -120,7 +126,63 @@ func registry() []entry {
 				Recorder: d.Recorder("namespace-controller"), WriteConditions: true, Logger: d.Logger.With("controller", "namespace"),
 			})
 		}},
+		{name: serviceaccount.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return serviceaccount.New(serviceaccount.Config{Client: d.Client, Namespaces: d.Caches.Namespaces, ServiceAccounts: d.Caches.ServiceAccounts,
+				Options: controllers.Options{Logger: d.Logger}})
+		}},
+		{name: rootcacert.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			ca, err := rootCA(d)
+			if err != nil {
+				return nil, err
+			}
+			return rootcacert.New(rootcacert.Config{Client: d.Client, Namespaces: d.Caches.Namespaces, ConfigMaps: d.Caches.ConfigMaps, RootCA: ca,
+				Options: controllers.Options{Logger: d.Logger}})
+		}},
+		{name: clusterroleaggregation.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return clusterroleaggregation.New(clusterroleaggregation.Config{Client: d.Client, ClusterRoles: d.Caches.ClusterRoles,
+				Options: controllers.Options{Logger: d.Logger}})
+		}},
+		{name: certificates.ApproverName, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return certificates.NewApprover(certificates.ApproverConfig{Client: d.Client, CSRs: d.Caches.CertificateSigningRequests,
+				Options: controllers.Options{Logger: d.Logger}})
+		}},
+		{name: certificates.SignerName, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			t := d.Tuning
+			if t.ClusterSigningCertFile == "" || t.ClusterSigningKeyFile == "" {
+				d.Logger.Info("not signing certificates: no --cluster-signing-cert-file and --cluster-signing-key-file", "controller", certificates.SignerName)
+				return idle{}, nil
+			}
+			return certificates.NewSigner(certificates.SignerConfig{Client: d.Client, CSRs: d.Caches.CertificateSigningRequests,
+				CertFile: t.ClusterSigningCertFile, KeyFile: t.ClusterSigningKeyFile, Duration: t.ClusterSigningDuration,
+				Options: controllers.Options{Logger: d.Logger}})
+		}},
 	}
+}
+
+// idle stands for a controller that its configuration turns off.
+type idle struct{}
+
+// Run waits for the term to end.
+func (idle) Run(ctx context.Context) { <-ctx.Done() }
+
+// rootCA is the CA bundle root-ca-cert-publisher publishes: --root-ca-file,
+// or else the CA the API client trusts, as upstream.
+func rootCA(d Deps) ([]byte, error) {
+	file := d.Tuning.RootCAFile
+	if file == "" {
+		if len(d.REST.CAData) > 0 {
+			return d.REST.CAData, nil
+		}
+		file = d.REST.CAFile
+	}
+	if file == "" {
+		return nil, errors.New("no root CA to publish: set --root-ca-file")
+	}
+	ca, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the root CA: %w", err)
+	}
+	return ca, nil
 }
 
 // servedResources lists every resource the API server serves, for the
@@ -139,13 +201,17 @@ func servedResources() []garbagecollector.Resource {
 // is left out: it holds one namespace only.
 func sharedMetadata(c *cache.Informers) map[schema.GroupResource]garbagecollector.Objects {
 	return map[schema.GroupResource]garbagecollector.Objects{
-		{Resource: "pods"}:                                      informer.Metadata(c.Pods),
-		{Group: "apps", Resource: "replicasets"}:                informer.Metadata(c.ReplicaSets),
-		{Group: "apps", Resource: "deployments"}:                informer.Metadata(c.Deployments),
-		{Resource: "nodes"}:                                     informer.Metadata(c.Nodes),
-		{Resource: "namespaces"}:                                informer.Metadata(c.Namespaces),
-		{Resource: "services"}:                                  informer.Metadata(c.Services),
-		{Resource: "endpoints"}:                                 informer.Metadata(c.Endpoints),
-		{Group: "discovery.k8s.io", Resource: "endpointslices"}: informer.Metadata(c.EndpointSlices),
+		{Resource: "pods"}:                                                     informer.Metadata(c.Pods),
+		{Group: "apps", Resource: "replicasets"}:                               informer.Metadata(c.ReplicaSets),
+		{Group: "apps", Resource: "deployments"}:                               informer.Metadata(c.Deployments),
+		{Resource: "nodes"}:                                                    informer.Metadata(c.Nodes),
+		{Resource: "namespaces"}:                                               informer.Metadata(c.Namespaces),
+		{Resource: "services"}:                                                 informer.Metadata(c.Services),
+		{Resource: "endpoints"}:                                                informer.Metadata(c.Endpoints),
+		{Group: "discovery.k8s.io", Resource: "endpointslices"}:                informer.Metadata(c.EndpointSlices),
+		{Resource: "serviceaccounts"}:                                          informer.Metadata(c.ServiceAccounts),
+		{Resource: "configmaps"}:                                               informer.Metadata(c.ConfigMaps),
+		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}:         informer.Metadata(c.ClusterRoles),
+		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: informer.Metadata(c.CertificateSigningRequests),
 	}
 }

@@ -56,8 +56,10 @@ func (c *CertConfig) validate() error {
 }
 
 // IssueServingCert issues, in memory, a serving certificate for the node's
-// hosts signed by the cluster CA, with a fresh ECDSA P-256 key. The kubelet
-// calls it at startup; nothing is written to disk.
+// hosts signed by the cluster CA, with a fresh ECDSA P-256 key; nothing is
+// written to disk. Only a holder of the CA key can: tests and tools. The
+// kubelet itself requests its certificate through the CSR API (package
+// kubelet/certs).
 func IssueServingCert(c CertConfig) (tls.Certificate, error) {
 	if err := c.validate(); err != nil {
 		return tls.Certificate{}, err

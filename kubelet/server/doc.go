@@ -5,12 +5,12 @@
 // Every connection must present a client certificate signed by the cluster
 // CA (tls.RequireAndVerifyClientCert); the API server dials with its
 // kubelet client certificate and verifies the kubelet's serving
-// certificate against the same CA. IssueServingCert issues that serving
-// certificate from the CA's certificate and key files: in the all-in-one
-// `kubebus server` the in-process kubelet is handed DATA_DIR/pki/ca.crt and
-// ca.key; a kubelet on another machine needs either a copy of the CA key
-// (a shared-CA setup) or a serving certificate issued for it beforehand
-// (Config.CertFile and Config.KeyFile).
+// certificate against the same CA. The kubelet does not hold the CA key:
+// its serving certificate comes through the CertificateSigningRequest API
+// (package kubelet/certs, whose Manager.GetCertificate goes into
+// Config.TLS) or from files the operator issued (Config.CertFile and
+// Config.KeyFile). IssueServingCert issues one directly from the CA's
+// certificate and key files, for tests and tools that hold the CA key.
 //
 // Logs are found through a LogLocator the caller supplies, or made up by a
 // LogTexter (hollow nodes, whose containers never ran). A log file holds

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubebus/kubebus/kubelet/certs"
 	"github.com/kubebus/kubebus/kubelet/server"
 )
 
@@ -37,13 +38,19 @@ const certBlock = 1000
 // port, keeps every node's Node object truthful: its own InternalIP and
 // port reach its own kubelet, and a pod asked for at the wrong node is
 // not found, as on a real kubelet.
+//
+// The serving certificates come through the CertificateSigningRequest API
+// (package kubelet/certs, signer kubernetes.io/kubelet-serving), one CSR
+// per certBlock nodes (a single one up to 1,000 nodes) for subject
+// system:node:<Prefix><first>-<last> naming the nodes' addresses. Config.Client
+// approves them itself, so it must be allowed to (the admin kubeconfig is):
+// the controller-manager's approver approves only a real node's CSR for its
+// own name. The controller-manager signs them and they are renewed at 80%
+// of their lifetime; until the first is signed, TLS handshakes fail.
 type LogConfig struct {
-	// CAFile and CAKeyFile are the cluster CA's certificate and key (e.g.
-	// DATA_DIR/pki/ca.crt and ca.key of `kubebus server`). The CA issues
-	// the serving certificates (IP SANs of the nodes' addresses, which the
-	// API server verifies against the same CA) and verifies the API
-	// server's client certificate.
-	CAFile, CAKeyFile string
+	// CAFile is the cluster CA's certificate (e.g. DATA_DIR/pki/ca.crt of
+	// `kubebus server`): it verifies the API server's client certificate.
+	CAFile string
 	// ClientUser is the common name of the only client certificate
 	// allowed to read logs: the API server's for kubelets.
 	ClientUser string
@@ -53,8 +60,8 @@ type LogConfig struct {
 
 func (c *LogConfig) validate() error {
 	switch {
-	case c.CAFile == "" || c.CAKeyFile == "":
-		return errors.New("simulate: serving logs needs the cluster CA's certificate and key files")
+	case c.CAFile == "":
+		return errors.New("simulate: serving logs needs the cluster CA's certificate file, to verify the API server's client certificate")
 	case c.ClientUser == "":
 		return errors.New("simulate: serving logs needs the user allowed to read them (the API server's kubelet client)")
 	case c.Port < 0 || c.Port > 65535:
@@ -127,30 +134,31 @@ func (l *logTexter) index(a net.Addr) (int, bool) {
 	return i, ok
 }
 
-// servingCerts issues the serving certificates of the nodes at addrs, one
-// per certBlock addresses, and returns the tls.Config.GetCertificate that
-// picks a connection's by its local address.
-func servingCerts(c *LogConfig, prefix string, addrs []netip.Addr, l *logTexter) (func(*tls.ClientHelloInfo) (*tls.Certificate, error), error) {
-	var certs []tls.Certificate
+// servingCerts makes the managers of the nodes' serving certificates, one
+// per certBlock addresses, and the tls.Config.GetCertificate that picks a
+// connection's by its local address. The managers request their
+// certificates once they run.
+func servingCerts(c Config, addrs []netip.Addr, l *logTexter) ([]*certs.Manager, func(*tls.ClientHelloInfo) (*tls.Certificate, error), error) {
+	var ms []*certs.Manager
 	for lo := 0; lo < len(addrs); lo += certBlock {
 		hi := min(lo+certBlock, len(addrs))
 		hosts := make([]string, 0, hi-lo)
 		for _, a := range addrs[lo:hi] {
 			hosts = append(hosts, a.String())
 		}
-		cert, err := server.IssueServingCert(server.CertConfig{CAFile: c.CAFile, CAKeyFile: c.CAKeyFile,
-			NodeName: fmt.Sprintf("%s%d-%d", prefix, lo, hi-1), Hosts: hosts})
+		m, err := certs.New(certs.Config{Client: c.Client, NodeName: fmt.Sprintf("%s%d-%d", c.Prefix, lo, hi-1), Hosts: hosts,
+			Approve: true, Clock: c.Clock, Logger: c.Logger.With("component", "kubelet-simulated-logs")})
 		if err != nil {
-			return nil, fmt.Errorf("simulate: %w", err)
+			return nil, nil, fmt.Errorf("simulate: %w", err)
 		}
-		certs = append(certs, cert)
+		ms = append(ms, m)
 	}
-	return func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return ms, func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 		i, ok := l.index(hello.Conn.LocalAddr())
 		if !ok {
 			return nil, fmt.Errorf("simulate: no hollow node at %s", hello.Conn.LocalAddr())
 		}
-		return &certs[i/certBlock], nil
+		return ms[i/certBlock].GetCertificate(hello)
 	}, nil
 }
 
@@ -174,18 +182,18 @@ func listen(addrs []netip.Addr, port int) ([]net.Listener, []int32, error) {
 }
 
 // newLogServer builds the server answering log requests for nodes at
-// addrs.
-func newLogServer(c Config, addrs []netip.Addr, nodes []hollow) (*server.Server, error) {
+// addrs, and the managers of its certificates, which the caller runs.
+func newLogServer(c Config, addrs []netip.Addr, nodes []hollow) (*server.Server, []*certs.Manager, error) {
 	l := &logTexter{byAddr: make(map[netip.Addr]int, len(addrs)), nodes: nodes}
 	for i, a := range addrs {
 		l.byAddr[a] = i
 	}
-	getCert, err := servingCerts(c.Logs, c.Prefix, addrs, l)
+	ms, getCert, err := servingCerts(c, addrs, l)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	user := c.Logs.ClientUser
-	return server.New(server.Config{
+	srv, err := server.New(server.Config{
 		TLS:          &tls.Config{GetCertificate: getCert, MinVersion: tls.VersionTLS12},
 		ClientCAFile: c.Logs.CAFile,
 		Text:         l,
@@ -197,4 +205,8 @@ func newLogServer(c Config, addrs []netip.Addr, nodes []hollow) (*server.Server,
 		},
 		Logger: c.Logger.With("component", "kubelet-simulated-logs"),
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return srv, ms, nil
 }

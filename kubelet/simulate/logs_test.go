@@ -1,20 +1,28 @@
 package simulate
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
-	"github.com/kubebus/kubebus/apiserver/pki"
+	"github.com/kubebus/kubebus/kubelet/certs"
+	"github.com/kubebus/kubebus/kubelet/certs/certstest"
 	"github.com/kubebus/kubebus/kubelet/server"
 )
 
@@ -72,12 +80,14 @@ type localConn struct {
 
 func (c localConn) LocalAddr() net.Addr { return c.local }
 
+// TestServingCerts: the hollow nodes' serving certificates come through
+// the CSR API, one CSR per certBlock nodes, approved by the process itself
+// and signed by the controller-manager (here a test signer).
 func TestServingCerts(t *testing.T) {
 	t.Parallel()
-	ca, err := pki.Ensure(pki.Config{Dir: filepath.Join(t.TempDir(), "pki"), Hosts: []string{"localhost"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := certstest.NewClientset()
+	signer := certstest.NewSigner(t) // signs what is approved, approves nothing
+	signer.Start(t, client)
 	const n = certBlock + 200
 	addrs, err := NodeIPs(netip.MustParsePrefix(DefaultNodeIPRange), n)
 	if err != nil {
@@ -87,24 +97,30 @@ func TestServingCerts(t *testing.T) {
 	for i, a := range addrs {
 		l.byAddr[a] = i
 	}
-	getCert, err := servingCerts(&LogConfig{CAFile: ca.CAFile, CAKeyFile: ca.CAKeyFile}, "hollow-", addrs, l)
+	cfg := Config{Client: client, Prefix: "hollow-", Clock: clock.RealClock{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	managers, getCert, err := servingCerts(cfg, addrs, l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hello := func(addr string) *tls.ClientHelloInfo {
 		return &tls.ClientHelloInfo{Conn: localConn{local: net.TCPAddrFromAddrPort(netip.MustParseAddrPort(addr))}}
 	}
+	if _, err := getCert(hello(addrs[0].String() + ":10250")); err == nil || !strings.Contains(err.Error(), "no serving certificate available") {
+		t.Errorf("before the certificates are signed: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, m := range managers {
+		go func() { _ = m.Run(ctx) }()
+	}
 	seen := map[*tls.Certificate]bool{}
 	for _, i := range []int{0, 999, 1000, n - 1} {
-		cert, err := getCert(hello(addrs[i].String() + ":10250"))
-		if err != nil {
-			t.Fatalf("node %d: %v", i, err)
-		}
+		cert := waitCert(t, func() (*tls.Certificate, error) { return getCert(hello(addrs[i].String() + ":10250")) })
 		seen[cert] = true
 		if err := cert.Leaf.VerifyHostname(addrs[i].String()); err != nil {
 			t.Errorf("node %d's certificate does not name %s: %v", i, addrs[i], err)
 		}
-		if _, err := cert.Leaf.Verify(x509Opts(ca)); err != nil {
+		if _, err := cert.Leaf.Verify(x509.VerifyOptions{Roots: signer.Pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 			t.Errorf("node %d's certificate does not verify against the CA: %v", i, err)
 		}
 		if len(cert.Leaf.IPAddresses) > certBlock {
@@ -114,11 +130,46 @@ func TestServingCerts(t *testing.T) {
 	if len(seen) != 2 {
 		t.Errorf("%d certificates for %d nodes, want 2", len(seen), n)
 	}
+	reqs, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for _, r := range reqs.Items {
+		if r.Spec.SignerName != certificatesv1.KubeletServingSignerName || len(r.Status.Conditions) == 0 || r.Status.Conditions[0].Reason != certs.ApprovedReason {
+			t.Errorf("CSR %s: signer %s, conditions %+v", r.Name, r.Spec.SignerName, r.Status.Conditions)
+		}
+		b, _ := pem.Decode(r.Spec.Request)
+		cr, err := x509.ParseCertificateRequest(b.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subjects = append(subjects, cr.Subject.CommonName)
+	}
+	slices.Sort(subjects)
+	if want := []string{"system:node:hollow-0-999", "system:node:hollow-1000-1199"}; !slices.Equal(subjects, want) {
+		t.Errorf("CSR subjects %q, want %q", subjects, want)
+	}
 	if _, err := getCert(hello("127.0.0.1:10250")); err == nil || !strings.Contains(err.Error(), "no hollow node at 127.0.0.1") {
 		t.Errorf("an address of no node: %v", err)
 	}
-	if _, err := servingCerts(&LogConfig{CAFile: ca.CAFile, CAKeyFile: ca.ServingKeyFile}, "hollow-", addrs, l); err == nil {
-		t.Error("a key that is not the CA's issued certificates")
+}
+
+// waitCert polls get until it returns a certificate, for up to 30 seconds.
+func waitCert(t *testing.T, get func() (*tls.Certificate, error)) *tls.Certificate {
+	t.Helper()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := get()
+		switch {
+		case err == nil:
+			return c
+		case time.Now().After(deadline):
+			t.Fatal(err)
+		}
+		<-tick.C
 	}
 }
 
@@ -154,13 +205,9 @@ func TestListen(t *testing.T) {
 	}
 }
 
-func x509Opts(ca *pki.Bundle) x509.VerifyOptions {
-	return x509.VerifyOptions{Roots: ca.CA, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-}
-
 func TestLogConfigValidate(t *testing.T) {
 	t.Parallel()
-	ok := LogConfig{CAFile: "ca.crt", CAKeyFile: "ca.key", ClientUser: "kube-apiserver-kubelet-client"}
+	ok := LogConfig{CAFile: "ca.crt", ClientUser: "kube-apiserver-kubelet-client"}
 	tests := []struct {
 		name    string
 		mut     func(*LogConfig)
@@ -168,8 +215,7 @@ func TestLogConfigValidate(t *testing.T) {
 	}{
 		{"complete", func(*LogConfig) {}, ""},
 		{"a fixed port", func(c *LogConfig) { c.Port = 10250 }, ""},
-		{"no CA key", func(c *LogConfig) { c.CAKeyFile = "" }, "certificate and key files"},
-		{"no CA certificate", func(c *LogConfig) { c.CAFile = "" }, "certificate and key files"},
+		{"no CA certificate", func(c *LogConfig) { c.CAFile = "" }, "the cluster CA's certificate file"},
 		{"no user", func(c *LogConfig) { c.ClientUser = "" }, "the user allowed"},
 		{"a port too high", func(c *LogConfig) { c.Port = 70000 }, "is not a port"},
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubebus/kubebus/bus/informer"
+	"github.com/kubebus/kubebus/kubelet/certs"
 	"github.com/kubebus/kubebus/kubelet/node"
 	"github.com/kubebus/kubebus/kubelet/server"
 )
@@ -138,19 +139,26 @@ func Run(ctx context.Context, c Config) error {
 		inf.AddHandler(informer.HandlerFuncs[*corev1.Pod]{AddFunc: enqueue, UpdateFunc: func(_, p *corev1.Pod) { enqueue(p) }})
 		nodes[i].pods = inf
 	}
-	var logs *server.Server
+	var (
+		logs     *server.Server
+		managers []*certs.Manager
+	)
 	if c.Logs != nil {
-		if logs, err = newLogServer(c, addrs, nodes); err != nil {
+		if logs, managers, err = newLogServer(c, addrs, nodes); err != nil {
 			return err
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 2*c.Nodes+1)
+	errc := make(chan error, 2*c.Nodes+1+len(managers))
 	if logs != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); errc <- logs.Serve(ctx, lns...) }()
+	}
+	for _, m := range managers {
+		wg.Add(1)
+		go func() { defer wg.Done(); errc <- m.Run(ctx) }()
 	}
 	for _, n := range nodes {
 		wg.Add(2)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,6 +10,8 @@ import (
 	"github.com/kubebus/kubebus/bus"
 
 	"github.com/kubebus/kubebus/apiserver"
+	"github.com/kubebus/kubebus/apiserver/admission"
+	"github.com/kubebus/kubebus/apiserver/serviceaccount"
 	"github.com/kubebus/kubebus/apiserver/serve"
 	"github.com/kubebus/kubebus/apiserver/servicealloc"
 )
@@ -38,9 +41,22 @@ Several API servers may share one etcd; they are stateless.`,
 	f.StringVar(&o.ServiceNodePortRange, "service-node-port-range", servicealloc.DefaultNodePortRange, "ports Services of type NodePort and LoadBalancer get their node ports from")
 	addBusFlags(f, &o.BusLimits)
 	addWatchCacheFlag(f, &o.WatchCacheBytes)
+	addAuthFlags(f, &o.Auth)
+	f.StringVar(&o.Auth.Instance, "instance", "", "name of this API server among others, for its bus consumers (default host and process id)")
 	_ = cmd.MarkFlagRequired("etcd-servers")
 	_ = cmd.MarkFlagRequired("pki-dir")
 	return cmd
+}
+
+// addAuthFlags registers who may do what, with upstream's flag names.
+func addAuthFlags(f *pflag.FlagSet, a *serve.AuthOptions) {
+	f.BoolVar(&a.AnonymousAuth, "anonymous-auth", true, "let requests without a credential in as system:anonymous (RBAC grants them health and version only); false answers them 401")
+	f.BoolVar(&a.Profiling, "profiling", false, "serve /debug/pprof (to users RBAC lets read it)")
+	f.StringVar(&a.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file: which resources are encrypted at rest in etcd, and how")
+	f.StringSliceVar(&a.EnableAdmissionPlugins, "enable-admission-plugins", nil, "admission plugins to run besides the defaults ("+strings.Join(admission.DefaultPlugins(), ", ")+")")
+	f.StringSliceVar(&a.DisableAdmissionPlugins, "disable-admission-plugins", nil, "default admission plugins not to run")
+	f.StringVar(&a.ServiceAccountIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "the issuer (iss) of ServiceAccount tokens, and of the OIDC discovery document")
+	f.StringVar(&a.AdvertiseAddress, "advertise-address", "", "the address pods reach this API server at (the kubernetes Service's endpoints; default the bind address)")
 }
 
 // addWatchCacheFlag registers the bound of the REST watch hubs' history.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -50,4 +51,8 @@ func addControllerManagerFlags(f *pflag.FlagSet, o *kcm.Options) {
 	f.StringVar(&o.Instance, "instance", "", "name of this replica for its bus consumers (default the hostname; set it when replicas share a host)")
 	f.DurationVar(&o.Tuning.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "how long a node may go without renewing its lease before it is marked unknown (default 40s)")
 	f.StringVar(&o.Tuning.ClusterCIDR, "cluster-cidr", "", "pod address range split into node podCIDRs (default 10.244.0.0/16)")
+	f.StringVar(&o.Tuning.ClusterSigningCertFile, "cluster-signing-cert-file", "", "PEM CA certificate the csrsigning controller issues cluster-scoped certificates from (without it and the key, CSRs are not signed)")
+	f.StringVar(&o.Tuning.ClusterSigningKeyFile, "cluster-signing-key-file", "", "PEM private key of --cluster-signing-cert-file; the controller-manager is the only component that needs it")
+	f.DurationVar(&o.Tuning.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate csrsigning issues; a CSR's spec.expirationSeconds may ask for less")
+	f.StringVar(&o.Tuning.RootCAFile, "root-ca-file", "", "CA bundle published as ConfigMap kube-root-ca.crt in every namespace (default: the CA in --kubeconfig)")
 }

@@ -24,7 +24,8 @@ func newKubeletCmd(g *globals) *cobra.Command {
 		nodes, workers                                                         int
 		pods                                                                   int64
 		qps                                                                    float32
-		serveLogs                                                              bool
+		serveLogs, rotateServerCerts                                           bool
+		caKey                                                                  string
 		o                                                                      nodeOptions
 	)
 	cmd := &cobra.Command{
@@ -40,15 +41,32 @@ host-local over the node's podCIDR, portmap, firewall, loopback); with
 kubelet's. Container logs are served over HTTPS on --port to the API server,
 which proxies pods/log. Static pods come from --pod-manifest-path.
 
+The kubelet holds no key of the cluster CA. Its serving certificate comes
+through the CertificateSigningRequest API: signer
+kubernetes.io/kubelet-serving, subject system:node:NAME, for the --node-ip
+and the node name. The controller-manager approves it for the node's own
+name (so the kubeconfig must be the node's: user system:node:NAME, group
+system:nodes, e.g. from kubebus certs kubeconfig) and signs it; it is kept
+in --cert-dir and renewed at 80% of its lifetime
+(--rotate-server-certificates). With --tls-cert-file and
+--tls-private-key-file it serves a certificate of your own instead.
+
 With --simulate=N it runs N hollow nodes in this process instead: they
 report their pods Running without containers, for testing the control plane
 at scale. Each advertises its own loopback address from --node-ip-range
-(inside 127.0.0.0/8) and serves its pods' logs there, over HTTPS with a
-certificate from the cluster CA (--client-ca-file, --ca-key-file), on
---port when given or else a free port: ` + "`kubectl logs`" + ` of a pod on a
+(inside 127.0.0.0/8) and serves its pods' logs there, over HTTPS on --port
+when given or else a free port, verifying the API server's client
+certificate with --client-ca-file: ` + "`kubectl logs`" + ` of a pod on a
 hollow node shows a line saying the node is simulated, and no request
-leaves this machine.`,
+leaves this machine. Their serving certificates come through the CSR API
+too, one CSR per 1,000 nodes (subject system:node:PREFIXFIRST-LAST, naming
+their addresses), which this process approves itself (its kubeconfig must
+be allowed to: the admin's is) and the controller-manager signs.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if caKey != "" {
+				return errors.New("kubelet: --ca-key-file is no longer accepted: the kubelet holds no key of the cluster CA. Its serving certificate comes through the CertificateSigningRequest API, approved and signed by the controller-manager (--cluster-signing-cert-file and --cluster-signing-key-file); to serve a certificate of your own, pass --tls-cert-file and --tls-private-key-file")
+			}
+			o.noServerCertRotation = !rotateServerCerts
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
@@ -62,8 +80,8 @@ leaves this machine.`,
 				instance, _ = os.Hostname()
 			}
 			if nodes <= 0 {
-				if o.caFile == "" && cfg.TLSClientConfig.CAFile != "" {
-					o.caFile = cfg.TLSClientConfig.CAFile
+				if o.caFile == "" {
+					o.caFile, o.caData = cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData
 				}
 				return runNode(cmd.Context(), g.logger(), cfg, natsURL, instance, o)
 			}
@@ -79,10 +97,10 @@ leaves this machine.`,
 				if o.caFile == "" {
 					o.caFile = cfg.TLSClientConfig.CAFile
 				}
-				if o.caFile == "" || o.caKey == "" {
-					return errors.New("kubelet: hollow nodes serve their pods' logs with a certificate from the cluster CA: pass --client-ca-file and --ca-key-file (DATA_DIR/pki/ca.crt and ca.key of kubebus server), or --serve-logs=false")
+				if o.caFile == "" {
+					return errors.New("kubelet: hollow nodes verify the API server's client certificate with the cluster CA: pass --client-ca-file (DATA_DIR/pki/ca.crt of kubebus server), or --serve-logs=false")
 				}
-				logs = &simulate.LogConfig{CAFile: o.caFile, CAKeyFile: o.caKey, ClientUser: apiserver.KubeletClientUser}
+				logs = &simulate.LogConfig{CAFile: o.caFile, ClientUser: apiserver.KubeletClientUser}
 				if cmd.Flags().Changed("port") {
 					logs.Port = o.port
 				}
@@ -120,7 +138,12 @@ leaves this machine.`,
 	// A real node.
 	f.StringVar(&o.rootDir, "root-dir", "/var/lib/kubebus/kubelet", "where the kubelet keeps pod volumes, logs, its containerd and the pod network's state")
 	f.StringVar(&o.caFile, "client-ca-file", "", "the cluster CA certificate: verifies the API server's client certificate on the log server (default the kubeconfig's CA)")
-	f.StringVar(&o.caKey, "ca-key-file", "", "the cluster CA key, to issue the log server's serving certificate")
+	f.StringVar(&o.tlsCert, "tls-cert-file", "", "the log server's certificate (PEM), issued by the cluster CA for the node's IP; default: one requested through the CSR API")
+	f.StringVar(&o.tlsKey, "tls-private-key-file", "", "the key of --tls-cert-file")
+	f.StringVar(&o.certDir, "cert-dir", "", "where the certificate obtained through the CSR API is kept (kubelet-server-current.pem; default ROOT-DIR/pki); ignored with --tls-cert-file")
+	f.BoolVar(&rotateServerCerts, "rotate-server-certificates", true, "renew the serving certificate through the CSR API at 80% of its lifetime; false requests one at start (or reuses the stored one) and waits for it")
+	f.StringVar(&caKey, "ca-key-file", "", "no longer accepted: the kubelet holds no CA key")
+	_ = f.MarkHidden("ca-key-file")
 	addNodeFlags(f, &o, "")
 	// Hollow nodes.
 	f.IntVar(&nodes, "simulate", 0, "run this many hollow nodes (no containers) instead of a real node")
@@ -131,7 +154,7 @@ leaves this machine.`,
 	f.Int64Var(&pods, "pods", 110, "pod capacity of each hollow node")
 	f.IntVar(&workers, "workers", 32, "workers writing pod status, shared by all hollow nodes")
 	f.StringVar(&ipRange, "node-ip-range", simulate.DefaultNodeIPRange, "range (inside 127.0.0.0/8) the hollow nodes' addresses come from, node i getting its (i+1)-th address")
-	f.BoolVar(&serveLogs, "serve-logs", true, "serve the hollow nodes' pod logs (a line saying the node is simulated) on their addresses; needs --ca-key-file")
+	f.BoolVar(&serveLogs, "serve-logs", true, "serve the hollow nodes' pod logs (a line saying the node is simulated) on their addresses; needs --client-ca-file (or a kubeconfig naming its CA file)")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
 }

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +23,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/kubelet/agent"
+	"github.com/kubebus/kubebus/kubelet/certs"
 	"github.com/kubebus/kubebus/kubelet/cni"
 	"github.com/kubebus/kubebus/kubelet/host"
 	"github.com/kubebus/kubebus/kubelet/node"
@@ -40,15 +43,25 @@ type nodeOptions struct {
 	nodeIP          string
 	address         string // the log server's address
 	port            int
-	caFile, caKey   string
-	netns           string // the node network namespace (pods' bridge)
-	bridge          string
-	cniBinDirs      []string
-	maxPods         int64
-	gcHigh, gcLow   int
-	leaseEvery      time.Duration
-	statusEvery     time.Duration
-	onReady         func() // called when the node agent posted Ready=True
+	caFile          string // verifies the API server's client certificate
+	caData          []byte // instead of caFile: the kubeconfig's embedded CA
+	// caKey is ignored: the kubelet holds no CA key. Deprecated, kept
+	// until runLocalNode (server.go) stops setting it.
+	caKey string
+	// The log server's certificate: from tlsCert and tlsKey when given,
+	// else through the CSR API, kept in certDir (default ROOT/pki) and,
+	// unless noServerCertRotation, renewed at 80% of its lifetime.
+	tlsCert, tlsKey      string
+	certDir              string
+	noServerCertRotation bool
+	netns                string // the node network namespace (pods' bridge)
+	bridge               string
+	cniBinDirs           []string
+	maxPods              int64
+	gcHigh, gcLow        int
+	leaseEvery           time.Duration
+	statusEvery          time.Duration
+	onReady              func() // called when the node agent posted Ready=True
 }
 
 func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, prefix string) {
@@ -79,8 +92,11 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 	if net.ParseIP(o.nodeIP) == nil {
 		return fmt.Errorf("kubelet: --node-ip %q is not an IP address", o.nodeIP)
 	}
-	if o.caFile == "" || o.caKey == "" {
-		return errors.New("kubelet: the cluster CA certificate and key are needed to issue the log server's certificate")
+	if o.caFile == "" && len(o.caData) == 0 {
+		return errors.New("kubelet: the cluster CA certificate is needed to verify the API server's client certificate on the log server: pass --client-ca-file")
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return errors.New("kubelet: --tls-cert-file and --tls-private-key-file go together")
 	}
 	root, err := filepath.Abs(o.rootDir)
 	if err != nil {
@@ -173,7 +189,7 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 		},
 	}
 	agentRef.Store(nodeAgent)
-	errc := make(chan error, 4)
+	errc := make(chan error, 5)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); errc <- nodeAgent.Run(ctx) }()
@@ -219,13 +235,20 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 	if o.netns != "" {
 		k.ProbeDialer(cni.Dialer(o.netns))
 	}
-	cert, err := server.IssueServingCert(server.CertConfig{CAFile: o.caFile, CAKeyFile: o.caKey, NodeName: o.name, Hosts: []string{o.nodeIP, o.name}})
+	serving, err := servingCert(ctx, client, root, o, log)
 	if err != nil {
 		lis.Close()
 		return err
 	}
+	var clientCAs *x509.CertPool
+	if o.caFile == "" {
+		if clientCAs = x509.NewCertPool(); !clientCAs.AppendCertsFromPEM(o.caData) {
+			lis.Close()
+			return errors.New("kubelet: the kubeconfig's certificate-authority-data holds no PEM certificate")
+		}
+	}
 	logs, err := server.New(server.Config{
-		Certificate: &cert, ClientCAFile: o.caFile, Logs: k, Logger: log,
+		TLS: serving.tls, CertFile: o.tlsCert, KeyFile: o.tlsKey, ClientCAFile: o.caFile, ClientCAs: clientCAs, Logs: k, Logger: log,
 		Authorize: func(user string, _ []string) error {
 			if user != apiserver.KubeletClientUser {
 				return fmt.Errorf("user %q may not read logs from the kubelet", user)
@@ -236,6 +259,10 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 	if err != nil {
 		lis.Close()
 		return err
+	}
+	if serving.rotate != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); errc <- serving.rotate.Run(ctx) }()
 	}
 	mu.Lock()
 	kubelet = k
@@ -260,6 +287,46 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 		return first
 	}
 	return nil
+}
+
+// servingTLS is where the log server's certificate comes from: tls (nil
+// when the operator's files serve) and the manager to run for rotation.
+type servingTLS struct {
+	tls    *tls.Config
+	rotate *certs.Manager
+}
+
+// servingCert sets up the log server's certificate. Without the
+// operator's files it comes through the CSR API (signer
+// kubernetes.io/kubelet-serving) for the node's IP and name: the stored
+// one while it is good, else a new one the controller-manager approves and
+// signs. With rotation the request and the renewals happen in the
+// background (handshakes fail until the first is signed, as upstream);
+// without, the kubelet waits for the certificate here.
+func servingCert(ctx context.Context, client kubernetes.Interface, root string, o nodeOptions, log *slog.Logger) (servingTLS, error) {
+	if o.tlsCert != "" {
+		return servingTLS{}, nil
+	}
+	dir := o.certDir
+	if dir == "" {
+		dir = filepath.Join(root, "pki")
+	}
+	m, err := certs.New(certs.Config{Client: client, NodeName: o.name, Hosts: []string{o.nodeIP, o.name}, Dir: dir, Logger: log})
+	if err != nil {
+		return servingTLS{}, fmt.Errorf("kubelet: serving certificate: %w", err)
+	}
+	st := servingTLS{tls: &tls.Config{GetCertificate: m.GetCertificate, MinVersion: tls.VersionTLS12}}
+	if !o.noServerCertRotation {
+		st.rotate = m
+		return st, nil
+	}
+	if m.Current() == nil {
+		log.Info("waiting for the serving certificate: a CSR for the kubelet-serving signer, approved and signed by the controller-manager")
+	}
+	if _, err := m.Ensure(ctx); err != nil {
+		return servingTLS{}, fmt.Errorf("kubelet: serving certificate: %w", err)
+	}
+	return st, nil
 }
 
 // pokeWhenReady has the node agent post the status as soon as the network

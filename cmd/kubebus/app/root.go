@@ -68,6 +68,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newTapCmd(g))
 	root.AddCommand(newSchedulerCmd(g))
 	root.AddCommand(newKubeletCmd(g), newImageCmd(g), newProxyCmd(g))
+	root.AddCommand(newCertsCmd())
 	return root
 }
 

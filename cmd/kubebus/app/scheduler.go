@@ -71,8 +71,8 @@ func loadSchedulerConfig(file string) (*config.Configuration, error) {
 }
 
 // runScheduler runs the scheduler in this process.
-func runScheduler(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL, configFile string, shared *cache.Informers) error {
-	cfg, err := componentConfig(pkiDir, addr, "system:kube-scheduler")
+func runScheduler(ctx context.Context, log *slog.Logger, pkiDir string, hosts []string, addr, natsURL, configFile string, shared *cache.Informers) error {
+	cfg, err := componentConfig(pkiDir, hosts, addr, "system:kube-scheduler")
 	if err != nil {
 		return fmt.Errorf("scheduler credentials: %w", err)
 	}

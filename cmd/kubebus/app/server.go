@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubebus/kubebus/apiserver/pki"
+	"github.com/kubebus/kubebus/apiserver/storage/encryption"
 	"github.com/kubebus/kubebus/apiserver/serve"
 	"github.com/kubebus/kubebus/apiserver/servicealloc"
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
@@ -22,6 +24,7 @@ import (
 	"github.com/kubebus/kubebus/bus/natsserver"
 	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/kcm"
+	"github.com/kubebus/kubebus/kubelet/apiforward"
 	"github.com/kubebus/kubebus/kubelet/host"
 	"github.com/kubebus/kubebus/proxy"
 	"github.com/kubebus/kubebus/proxy/nft"
@@ -47,6 +50,7 @@ type serverOptions struct {
 	etcdPeer   int
 	natsPort   int
 	bind       string
+	auth       serve.AuthOptions
 }
 
 func newServerCmd(g *globals) *cobra.Command {
@@ -57,7 +61,9 @@ func newServerCmd(g *globals) *cobra.Command {
 		Long: `Run the whole cluster in one process. State lives in --data-dir:
   etcd/        the embedded etcd member
   nats/        the embedded NATS JetStream store
-  pki/         the CA, serving and client certificates
+  pki/         the CA, serving and client certificates, the ServiceAccount
+               signing key, and encryption-config.yaml (the key Secrets are
+               encrypted with at rest, made at first start)
   kubeconfig   an admin kubeconfig for kubectl (TLS verified)
 Restarting with the same --data-dir keeps every object.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -84,6 +90,7 @@ Restarting with the same --data-dir keeps every object.`,
 	f.BoolVar(&o.noKubelet, "disable-kubelet", false, "do not run a local node (a kubelet with its own containerd) in this process")
 	f.BoolVar(&o.noProxy, "disable-proxy", false, "do not run the local node's proxy (nftables, in --node-netns when given) in this process")
 	addNodeFlags(f, &o.node, "")
+	addAuthFlags(f, &o.auth)
 	o.node.leaseEvery, o.node.statusEvery = 10*time.Second, 10*time.Second
 	return cmd
 }
@@ -131,6 +138,22 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 
 	sup := newSupervisor(ctx, log)
 	kubeconfig, pkiDir := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "pki")
+	if o.auth.EncryptionProviderConfig == "" {
+		// Secrets are encrypted at rest by default, with a key made once.
+		o.auth.EncryptionProviderConfig = filepath.Join(pkiDir, "encryption-config.yaml")
+		if err := os.MkdirAll(pkiDir, 0o700); err != nil {
+			return err
+		}
+		if err := encryption.WriteDefault(o.auth.EncryptionProviderConfig); err != nil {
+			return fmt.Errorf("encryption at rest: %w", err)
+		}
+	}
+	if !o.noKubelet && o.node.netns != "" && o.auth.AdvertiseAddress == "" {
+		// Pods on the local node reach the API server through a forwarder
+		// in the node's network namespace (see runLocalNode).
+		o.auth.AdvertiseAddress = nodeAPIAddress
+	}
+	hosts := serve.ServingHosts([]string{"localhost", "127.0.0.1", "::1"}, o.svcIPRange, o.auth.AdvertiseAddress)
 	listening := make(chan string, 1)
 	sup.Go(sup.tier(), "api server", func(ctx context.Context) error {
 		return serve.Run(ctx, serve.Options{
@@ -138,7 +161,7 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 			BindAddress: o.bind, Port: o.port, PKIDir: pkiDir,
 			Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus, TokenFile: o.tokenFile,
 			ServiceClusterIPRange: o.svcIPRange, ServiceNodePortRange: o.nodePorts,
-			WatchCacheBytes: o.watchCache,
+			WatchCacheBytes: o.watchCache, Auth: o.auth, Hosts: hosts,
 		})
 	})
 	var addr string
@@ -158,12 +181,12 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 	comps := sup.tier()
 	if !o.noKCM {
 		sup.Go(comps, "controller-manager", func(ctx context.Context) error {
-			return runControllerManager(ctx, log, pkiDir, addr, ns.URL(), o.kcm, shared)
+			return runControllerManager(ctx, log, pkiDir, hosts, addr, ns.URL(), o.kcm, shared)
 		})
 	}
 	if !o.noSched {
 		sup.Go(comps, "scheduler", func(ctx context.Context) error {
-			return runScheduler(ctx, log, pkiDir, addr, ns.URL(), o.schedCfg, shared)
+			return runScheduler(ctx, log, pkiDir, hosts, addr, ns.URL(), o.schedCfg, shared)
 		})
 	}
 	nodeReady := make(chan struct{})
@@ -173,8 +196,14 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 		var once sync.Once
 		o.node.onReady = func() { once.Do(func() { close(nodeReady) }) }
 		sup.Go(comps, "local node "+o.node.name, func(ctx context.Context) error {
-			return runLocalNode(ctx, log, dir, addr, ns.URL(), o.node)
+			return runLocalNode(ctx, log, dir, hosts, addr, ns.URL(), o.node)
 		})
+		if o.node.netns != "" && o.auth.AdvertiseAddress == nodeAPIAddress {
+			sup.Go(comps, "local node API forwarder", func(ctx context.Context) error {
+				_, port, _ := net.SplitHostPort(addr)
+				return apiforward.Run(ctx, apiforward.Config{NetNS: o.node.netns, Address: net.JoinHostPort(nodeAPIAddress, port), Target: addr, Logger: log.With("component", "apiforward")})
+			})
+		}
 		if !o.noProxy {
 			sup.Go(comps, "local node proxy", func(ctx context.Context) error {
 				return runLocalProxy(ctx, log, ns.URL(), o.node, shared)
@@ -197,9 +226,14 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 	return sup.Wait(shutdownGrace)
 }
 
+// nodeAPIAddress is the API server's address inside the local node's
+// network namespace: the endpoint of the kubernetes Service, where a
+// forwarder passes pods' connections on to the API server's listener.
+const nodeAPIAddress = "10.254.254.254"
+
 // runLocalNode runs the all-in-one's own node: a kubelet with its root
-// under the data dir, authenticated as system:node:<name>.
-func runLocalNode(ctx context.Context, log *slog.Logger, dir, addr, natsURL string, o nodeOptions) error {
+// under the data dir, authenticated as system:node:<name> in system:nodes.
+func runLocalNode(ctx context.Context, log *slog.Logger, dir string, hosts []string, addr, natsURL string, o nodeOptions) error {
 	if o.name == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -208,7 +242,7 @@ func runLocalNode(ctx context.Context, log *slog.Logger, dir, addr, natsURL stri
 		o.name = h
 	}
 	pkiDir := filepath.Join(dir, "pki")
-	cfg, err := componentConfig(pkiDir, addr, "system:node:"+o.name)
+	cfg, err := componentConfig(pkiDir, hosts, addr, "system:node:"+o.name, "system:nodes")
 	if err != nil {
 		return err
 	}
@@ -219,13 +253,15 @@ func runLocalNode(ctx context.Context, log *slog.Logger, dir, addr, natsURL stri
 }
 
 // componentConfig returns a client config for an in-process component,
-// authenticated with a client certificate of its own.
-func componentConfig(pkiDir, addr, user string) (*rest.Config, error) {
-	b, err := pki.Ensure(pki.Config{Dir: pkiDir, Hosts: []string{"localhost", "127.0.0.1", "::1"}})
+// authenticated with a client certificate of its own (user in groups, the
+// identity the bootstrap RBAC policy knows). hosts are the serving
+// certificate's, the same the API server ensures.
+func componentConfig(pkiDir string, hosts []string, addr, user string, groups ...string) (*rest.Config, error) {
+	b, err := pki.Ensure(pki.Config{Dir: pkiDir, Hosts: hosts})
 	if err != nil {
 		return nil, err
 	}
-	cert, key, err := b.IssueClient(user, nil)
+	cert, key, err := b.IssueClient(user, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -234,10 +270,15 @@ func componentConfig(pkiDir, addr, user string) (*rest.Config, error) {
 
 // runControllerManager runs the controller-manager in this process, on
 // the shared informers when there are.
-func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir, addr, natsURL string, o kcm.Options, shared *cache.Informers) error {
-	cfg, err := componentConfig(pkiDir, addr, "system:kube-controller-manager")
+func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir string, hosts []string, addr, natsURL string, o kcm.Options, shared *cache.Informers) error {
+	cfg, err := componentConfig(pkiDir, hosts, addr, "system:kube-controller-manager")
 	if err != nil {
 		return fmt.Errorf("controller-manager credentials: %w", err)
+	}
+	if o.Tuning.ClusterSigningCertFile == "" && o.Tuning.ClusterSigningKeyFile == "" {
+		// The all-in-one's controller-manager is the cluster's signer: the
+		// only component that reads the CA key.
+		o.Tuning.ClusterSigningCertFile, o.Tuning.ClusterSigningKeyFile = filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "ca.key")
 	}
 	o.REST, o.NATSURL, o.Logger, o.Caches = cfg, natsURL, log.With("component", "controller-manager"), shared
 	return kcm.Run(ctx, o)

@@ -1,0 +1,129 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubebus/kubebus/apiserver/auth"
+	"github.com/kubebus/kubebus/apiserver/resource"
+)
+
+// TokenIssuer signs ServiceAccount tokens for the TokenRequest API
+// (serviceaccounts/token). bound is the object the token is bound to (a
+// Pod, Secret or Node the server has read), or nil.
+type TokenIssuer interface {
+	TokenRequest(ctx context.Context, sa *corev1.ServiceAccount, req *authnv1.TokenRequest, bound metav1.Object) (*authnv1.TokenRequest, error)
+}
+
+var tokenRequestGK = schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}
+
+// tokenRequest answers POST .../serviceaccounts/NAME/token, as upstream's
+// TokenRequest REST: the ServiceAccount and the bound object must exist
+// (a token bound to a pod is valid only while that pod is), admission sees
+// the request (NodeRestriction limits a node to its own pods), and the
+// answer carries the signed token. Nothing is stored.
+func (s *Server) tokenRequest(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource) error {
+	if s.cfg.TokenIssuer == nil {
+		return apierrors.NewServiceUnavailable("the TokenRequest API is not configured on this server")
+	}
+	ctx := r.Context()
+	isDryRun, err := dryRun(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	req := &authnv1.TokenRequest{}
+	if _, err := decodeRequest(r, body, req, metav1.FieldValidationStrict); err != nil {
+		return err
+	}
+	if req.Name != "" && req.Name != ri.Name {
+		return apierrors.NewBadRequest("the name of the token request does not match the service account name on the URL")
+	}
+	if req.Namespace != "" && req.Namespace != ri.Namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	req.Name, req.Namespace = ri.Name, ri.Namespace
+	saObj, _, err := s.readObject(ctx, res, keyFor(res, ri.Namespace, ri.Name), ri.Name, false)
+	if err != nil {
+		return err
+	}
+	sa := saObj.(*corev1.ServiceAccount)
+	if sa.DeletionTimestamp != nil {
+		return apierrors.NewNotFound(res.GroupResource(), ri.Name)
+	}
+	bound, err := s.tokenBoundObject(ctx, ri.Namespace, req)
+	if err != nil {
+		return err
+	}
+	if err := s.admit(ctx, res, auth.Create, req, nil, string(resource.Token), isDryRun); err != nil {
+		return err
+	}
+	if isDryRun {
+		req.TypeMeta = metav1.TypeMeta{Kind: "TokenRequest", APIVersion: "authentication.k8s.io/v1"}
+		return writeNegotiated(w, r, http.StatusCreated, req)
+	}
+	out, err := s.cfg.TokenIssuer.TokenRequest(ctx, sa, req, bound)
+	if err != nil {
+		return err
+	}
+	out.TypeMeta = metav1.TypeMeta{Kind: "TokenRequest", APIVersion: "authentication.k8s.io/v1"}
+	return writeNegotiated(w, r, http.StatusCreated, out)
+}
+
+// tokenBoundObject reads the object a TokenRequest binds its token to.
+func (s *Server) tokenBoundObject(ctx context.Context, ns string, req *authnv1.TokenRequest) (metav1.Object, error) {
+	ref := req.Spec.BoundObjectRef
+	if ref == nil {
+		return nil, nil
+	}
+	path := field.NewPath("spec", "boundObjectRef")
+	var gvr schema.GroupVersionResource
+	switch ref.Kind {
+	case "Pod":
+		gvr = corev1.SchemeGroupVersion.WithResource("pods")
+	case "Secret":
+		gvr = corev1.SchemeGroupVersion.WithResource("secrets")
+	case "Node":
+		gvr = corev1.SchemeGroupVersion.WithResource("nodes")
+		ns = ""
+	default:
+		return nil, apierrors.NewInvalid(tokenRequestGK, req.Name, field.ErrorList{field.NotSupported(path.Child("kind"), ref.Kind, []string{"Pod", "Secret", "Node"})})
+	}
+	if ref.APIVersion != "" && ref.APIVersion != "v1" {
+		return nil, apierrors.NewInvalid(tokenRequestGK, req.Name, field.ErrorList{field.NotSupported(path.Child("apiVersion"), ref.APIVersion, []string{"v1"})})
+	}
+	if ref.Name == "" {
+		return nil, apierrors.NewInvalid(tokenRequestGK, req.Name, field.ErrorList{field.Required(path.Child("name"), "")})
+	}
+	bres, ok := s.byGVR[gvr]
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("resource %s is not served", gvr))
+	}
+	obj, _, err := s.readObject(ctx, bres, keyFor(bres, ns, ref.Name), ref.Name, false)
+	if err != nil {
+		return nil, err
+	}
+	m := obj.(interface {
+		runtime.Object
+		metav1.Object
+	})
+	if ref.UID != "" && ref.UID != m.GetUID() {
+		return nil, apierrors.NewConflict(bres.GroupResource(), ref.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+	}
+	if m.GetDeletionTimestamp() != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind a token to %s %q: it is being deleted", ref.Kind, ref.Name))
+	}
+	return m, nil
+}

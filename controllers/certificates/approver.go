@@ -1,0 +1,193 @@
+package certificates
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubebus/kubebus/bus/informer"
+	"github.com/kubebus/kubebus/controllers"
+)
+
+// ApproverName is the approver's name, as upstream's --controllers knows it.
+const ApproverName = "csrapproving"
+
+// ReasonAutoApproved is the reason of the approver's Approved condition.
+const ReasonAutoApproved = "AutoApproved"
+
+// Groups the approver trusts when the server answers no
+// SubjectAccessReviews.
+const (
+	mastersGroup       = "system:masters"
+	bootstrappersGroup = "system:bootstrappers"
+)
+
+// The subresources of certificatesigningrequests whose create permission
+// lets a requester have a kubelet client certificate approved: for its own
+// node, or for any node.
+const (
+	selfNodeClient = "selfnodeclient"
+	nodeClient     = "nodeclient"
+)
+
+// ErrNotAuthorized means a CSR was recognised as a kubelet's but its
+// requester may not have it approved; it stays pending and is looked at
+// again with backoff, in case the requester's permissions change.
+var ErrNotAuthorized = errors.New("certificates: requester not authorized for auto-approval")
+
+// ApproverConfig configures the approving controller.
+type ApproverConfig struct {
+	Client kubernetes.Interface
+	CSRs   *informer.Informer[*certificatesv1.CertificateSigningRequest]
+	// Now defaults to time.Now.
+	Now     func() time.Time
+	Options controllers.Options
+}
+
+func (c *ApproverConfig) validate() error {
+	switch {
+	case c.Client == nil:
+		return errors.New("certificates: Client is required")
+	case c.CSRs == nil:
+		return errors.New("certificates: the CertificateSigningRequests informer is required")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Options.Logger == nil {
+		c.Options.Logger = slog.Default()
+	}
+	return nil
+}
+
+type approver struct {
+	client kubernetes.Interface
+	csrs   csrGetter
+	now    func() time.Time
+	log    *slog.Logger
+}
+
+// NewApprover builds the approving controller and registers its handler on
+// the CSRs' informer: call it before the informer runs.
+func NewApprover(cfg ApproverConfig) (*controllers.Controller, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	a := &approver{client: cfg.Client, csrs: cfg.CSRs, now: cfg.Now, log: cfg.Options.Logger.With("controller", ApproverName)}
+	c := controllers.New(ApproverName, a, cfg.Options)
+	enqueueCSRs(c, cfg.CSRs)
+	return c, nil
+}
+
+// Reconcile approves CSR req.Name when it is a kubelet's pending request
+// its requester may have approved.
+func (a *approver) Reconcile(ctx context.Context, req controllers.Request) (controllers.Result, error) {
+	csr, ok := a.csrs.Get("", req.Name)
+	if !ok || len(csr.Status.Certificate) > 0 || hasTrue(csr, certificatesv1.CertificateApproved) || hasTrue(csr, certificatesv1.CertificateDenied) {
+		return controllers.Result{}, nil
+	}
+	x509cr, err := ParseRequest(csr.Spec.Request)
+	if err != nil {
+		return controllers.Result{}, controllers.Terminal(fmt.Errorf("unable to parse csr %q: %w", csr.Name, err))
+	}
+	self := csr.Spec.Username == x509cr.Subject.CommonName
+	switch csr.Spec.SignerName {
+	case certificatesv1.KubeAPIServerClientKubeletSignerName:
+		if ValidateKubeletClient(x509cr, csr.Spec.Usages) != nil {
+			return controllers.Result{}, nil
+		}
+		// As upstream: a node's own request may pass as selfnodeclient,
+		// anyone's as nodeclient.
+		tried := []string{nodeClient}
+		if self {
+			tried = []string{selfNodeClient, nodeClient}
+		}
+		for _, sub := range tried {
+			ok, err := a.authorize(ctx, csr, sub)
+			if err != nil {
+				return controllers.Result{}, err
+			}
+			if ok {
+				msg := "Auto approving kubelet client certificate after SubjectAccessReview."
+				if sub == selfNodeClient {
+					msg = "Auto approving self kubelet client certificate after SubjectAccessReview."
+				}
+				return controllers.Result{}, a.approve(ctx, csr, msg)
+			}
+		}
+		return controllers.Result{}, fmt.Errorf("csr %s recognized as %v: %w", csr.Name, tried, ErrNotAuthorized)
+	case certificatesv1.KubeletServingSignerName:
+		if ValidateKubeletServing(x509cr, csr.Spec.Usages) != nil {
+			return controllers.Result{}, nil
+		}
+		if !self || !slices.Contains(csr.Spec.Groups, nodesGroup) {
+			// Who asked never changes: no retry.
+			return controllers.Result{}, controllers.Terminal(fmt.Errorf("csr %s is a serving certificate of %s asked for by %s: %w",
+				csr.Name, x509cr.Subject.CommonName, csr.Spec.Username, ErrNotAuthorized))
+		}
+		return controllers.Result{}, a.approve(ctx, csr, "Auto approving kubelet serving certificate requested by the node itself.")
+	}
+	return controllers.Result{}, nil
+}
+
+// authorize asks whether the CSR's requester may create
+// certificatesigningrequests/<subresource>. When the server answers no
+// SubjectAccessReviews, the requester's groups decide: system:masters may
+// have any kubelet client certificate approved, system:bootstrappers too,
+// and a node (or system:nodes member) its own.
+func (a *approver) authorize(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, subresource string) (bool, error) {
+	extra := make(map[string]authzv1.ExtraValue, len(csr.Spec.Extra))
+	for k, v := range csr.Spec.Extra {
+		extra[k] = authzv1.ExtraValue(v)
+	}
+	sar, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
+		Spec: authzv1.SubjectAccessReviewSpec{
+			User: csr.Spec.Username, UID: csr.Spec.UID, Groups: csr.Spec.Groups, Extra: extra,
+			ResourceAttributes: &authzv1.ResourceAttributes{
+				Group: certificatesv1.GroupName, Version: "*", Resource: "certificatesigningrequests",
+				Subresource: subresource, Verb: "create",
+			},
+		},
+	}, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		return sar.Status.Allowed, nil
+	case apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+		groups := csr.Spec.Groups
+		switch {
+		case slices.Contains(groups, mastersGroup), slices.Contains(groups, bootstrappersGroup):
+			return true, nil
+		case subresource == selfNodeClient:
+			return true, nil // the requester is the node the certificate names
+		}
+		return false, nil
+	default:
+		return false, fmt.Errorf("asking whether %s may create certificatesigningrequests/%s: %w", csr.Spec.Username, subresource, err)
+	}
+}
+
+// approve adds an Approved condition to csr through the approval
+// subresource.
+func (a *approver) approve(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, message string) error {
+	csr = csr.DeepCopy()
+	now := metav1.NewTime(a.now())
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: ReasonAutoApproved,
+		Message: message, LastUpdateTime: now, LastTransitionTime: now,
+	})
+	if _, err := a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("approving csr %s: %w", csr.Name, err)
+	}
+	a.log.Info("approved csr", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username)
+	return nil
+}

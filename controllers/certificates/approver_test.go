@@ -1,0 +1,129 @@
+package certificates
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubebus/kubebus/controllers"
+)
+
+// rbac answers SubjectAccessReviews as kubeadm's bindings do: system:nodes
+// may create certificatesigningrequests/selfnodeclient and
+// system:bootstrappers /nodeclient.
+func rbac(action k8stesting.Action) (bool, runtime.Object, error) {
+	sar := action.(k8stesting.CreateAction).GetObject().(*authzv1.SubjectAccessReview).DeepCopy()
+	ra := sar.Spec.ResourceAttributes
+	if ra == nil || ra.Group != "certificates.k8s.io" || ra.Resource != "certificatesigningrequests" || ra.Verb != "create" {
+		return true, sar, nil
+	}
+	switch ra.Subresource {
+	case "selfnodeclient":
+		sar.Status.Allowed = slices.Contains(sar.Spec.Groups, "system:nodes")
+	case "nodeclient":
+		sar.Status.Allowed = slices.Contains(sar.Spec.Groups, "system:bootstrappers")
+	}
+	return true, sar, nil
+}
+
+// notServed answers SubjectAccessReviews as a server without them.
+func notServed(k8stesting.Action) (bool, runtime.Object, error) {
+	return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, "")
+}
+
+func TestApproverReconcile(t *testing.T) {
+	t.Parallel()
+	nodes := []string{"system:nodes", "system:authenticated"}
+	bootstrappers := []string{"system:bootstrappers", "system:authenticated"}
+	kubeletClient := certificatesv1.KubeAPIServerClientKubeletSignerName
+	kubeletServing := certificatesv1.KubeletServingSignerName
+	withKeyEnc := []certificatesv1.KeyUsage{certificatesv1.UsageKeyEncipherment, certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	tests := []struct {
+		name        string
+		csr         *certificatesv1.CertificateSigningRequest
+		sar         k8stesting.ReactionFunc
+		wantMessage string // "" when left pending
+		wantErr     error
+	}{
+		{name: "node's own client certificate", csr: newCSR(t, "csr-1", kubeletClient, "system:node:n1", nodes, clientOf("n1"), clientUsages), sar: rbac,
+			wantMessage: "Auto approving self kubelet client certificate after SubjectAccessReview."},
+		{name: "with key encipherment", csr: newCSR(t, "csr-1", kubeletClient, "system:node:n1", nodes, clientOf("n1"), withKeyEnc), sar: rbac,
+			wantMessage: "Auto approving self kubelet client certificate after SubjectAccessReview."},
+		{name: "another node's client certificate", csr: newCSR(t, "csr-1", kubeletClient, "system:node:n1", nodes, clientOf("n2"), clientUsages), sar: rbac,
+			wantErr: ErrNotAuthorized},
+		{name: "bootstrapper", csr: newCSR(t, "csr-1", kubeletClient, "system:bootstrap:abcdef", bootstrappers, clientOf("n2"), clientUsages), sar: rbac,
+			wantMessage: "Auto approving kubelet client certificate after SubjectAccessReview."},
+		{name: "a user", csr: newCSR(t, "csr-1", kubeletClient, "alice", []string{"system:authenticated"}, clientOf("n2"), clientUsages), sar: rbac,
+			wantErr: ErrNotAuthorized},
+		{name: "not a kubelet client request", csr: newCSR(t, "csr-1", kubeletClient, "system:node:n1", nodes, servingOf("n1"), clientUsages), sar: rbac},
+		{name: "other signer", csr: newCSR(t, "csr-1", certificatesv1.KubeAPIServerClientSignerName, "system:node:n1", nodes, clientOf("n1"), clientUsages), sar: rbac},
+		{name: "already approved", csr: withCondition(newCSR(t, "csr-1", kubeletClient, "system:node:n1", nodes, clientOf("n1"), clientUsages), certificatesv1.CertificateApproved), sar: rbac},
+		{name: "denied", csr: withCondition(newCSR(t, "csr-1", kubeletClient, "system:node:n1", nodes, clientOf("n1"), clientUsages), certificatesv1.CertificateDenied), sar: rbac},
+		{name: "no reviews: own node by name", csr: newCSR(t, "csr-1", kubeletClient, "system:node:n1", nodes, clientOf("n1"), clientUsages), sar: notServed,
+			wantMessage: "Auto approving self kubelet client certificate after SubjectAccessReview."},
+		{name: "no reviews: another node", csr: newCSR(t, "csr-1", kubeletClient, "system:node:n1", nodes, clientOf("n2"), clientUsages), sar: notServed,
+			wantErr: ErrNotAuthorized},
+		{name: "no reviews: master", csr: newCSR(t, "csr-1", kubeletClient, "admin", []string{"system:masters"}, clientOf("n2"), clientUsages), sar: notServed,
+			wantMessage: "Auto approving kubelet client certificate after SubjectAccessReview."},
+		{name: "no reviews: bootstrapper", csr: newCSR(t, "csr-1", kubeletClient, "system:bootstrap:abcdef", bootstrappers, clientOf("n2"), clientUsages), sar: notServed,
+			wantMessage: "Auto approving kubelet client certificate after SubjectAccessReview."},
+		{name: "node's own serving certificate", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n1", nodes, servingOf("n1"), servingUsages), sar: rbac,
+			wantMessage: "Auto approving kubelet serving certificate requested by the node itself."},
+		{name: "another node's serving certificate", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n1", nodes, servingOf("n2"), servingUsages), sar: rbac,
+			wantErr: ErrNotAuthorized},
+		{name: "serving certificate outside system:nodes", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n1", nil, servingOf("n1"), servingUsages), sar: rbac,
+			wantErr: ErrNotAuthorized},
+		{name: "serving certificate for a client", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n1", nodes, servingOf("n1"), clientUsages), sar: rbac},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			client := fake.NewClientset(tt.csr.DeepCopy())
+			client.PrependReactor("create", "subjectaccessreviews", tt.sar)
+			now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+			a := &approver{client: client, csrs: csrs{"csr-1": tt.csr}, now: func() time.Time { return now }, log: slog.New(slog.DiscardHandler)}
+			_, err := a.Reconcile(context.Background(), controllers.Request{Name: "csr-1"})
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Reconcile error = %v, want %v", err, tt.wantErr)
+			}
+			var approvals []*certificatesv1.CertificateSigningRequest
+			for _, act := range client.Actions() {
+				if act.GetVerb() == "update" {
+					if act.GetSubresource() != "approval" {
+						t.Fatalf("wrote %s/%s, want the approval subresource", act.GetResource().Resource, act.GetSubresource())
+					}
+					approvals = append(approvals, act.(k8stesting.UpdateAction).GetObject().(*certificatesv1.CertificateSigningRequest))
+				}
+			}
+			if tt.wantMessage == "" {
+				if len(approvals) != 0 {
+					t.Fatalf("approved %+v, want it left pending", approvals[0].Status.Conditions)
+				}
+				return
+			}
+			if len(approvals) != 1 {
+				t.Fatalf("%d approvals, want 1", len(approvals))
+			}
+			conds := approvals[0].Status.Conditions
+			if len(conds) != 1 || conds[0].Type != certificatesv1.CertificateApproved || conds[0].Status != corev1.ConditionTrue ||
+				conds[0].Reason != ReasonAutoApproved || conds[0].Message != tt.wantMessage || !conds[0].LastUpdateTime.Time.Equal(now) {
+				t.Fatalf("conditions = %+v, want Approved %q", conds, tt.wantMessage)
+			}
+			if len(tt.csr.Status.Conditions) != 0 {
+				t.Fatal("Reconcile modified the cached object")
+			}
+		})
+	}
+}

@@ -1,0 +1,166 @@
+package certificates
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// Node identities.
+const (
+	nodeUserPrefix = "system:node:"
+	nodesGroup     = "system:nodes"
+)
+
+// The checks' errors, as upstream words them.
+var (
+	errOrgNotSystemNodes  = errors.New("subject organization is not system:nodes")
+	errCNNotSystemNode    = errors.New("subject common name does not begin with system:node:")
+	errDNSOrIPSANRequired = errors.New("DNS or IP subjectAltName is required")
+	errDNSSANNotAllowed   = errors.New("DNS subjectAltNames are not allowed")
+	errEmailSANNotAllowed = errors.New("Email subjectAltNames are not allowed")
+	errIPSANNotAllowed    = errors.New("IP subjectAltNames are not allowed")
+	errURISANNotAllowed   = errors.New("URI subjectAltNames are not allowed")
+)
+
+// The usages a kubelet's certificates may have: key encipherment only
+// matters to RSA keys, so both sets are accepted.
+var (
+	kubeletClientUsages      = sets.New(certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth)
+	kubeletClientUsagesNoRSA = sets.New(certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth)
+	kubeletServingUsages     = sets.New(certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth)
+	kubeletServingNoRSA      = sets.New(certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth)
+)
+
+// ParseRequest decodes the PEM CERTIFICATE REQUEST of a CSR's spec.request.
+func ParseRequest(pemBytes []byte) (*x509.CertificateRequest, error) {
+	block, _ := pem.Decode(pemBytes)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return nil, errors.New("PEM block type must be CERTIFICATE REQUEST")
+	}
+	return x509.ParseCertificateRequest(block.Bytes)
+}
+
+// ValidateKubeletClient reports why req with usages is not a kubelet's
+// client certificate request: subject O exactly [system:nodes], CN
+// system:node:<name>, no subject alternative names, usages digital
+// signature and client auth (key encipherment optional).
+func ValidateKubeletClient(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) error {
+	if !slices.Equal(req.Subject.Organization, []string{nodesGroup}) {
+		return errOrgNotSystemNodes
+	}
+	switch {
+	case len(req.DNSNames) > 0:
+		return errDNSSANNotAllowed
+	case len(req.EmailAddresses) > 0:
+		return errEmailSANNotAllowed
+	case len(req.IPAddresses) > 0:
+		return errIPSANNotAllowed
+	case len(req.URIs) > 0:
+		return errURISANNotAllowed
+	}
+	if !strings.HasPrefix(req.Subject.CommonName, nodeUserPrefix) {
+		return errCNNotSystemNode
+	}
+	if u := sets.New(usages...); !u.Equal(kubeletClientUsages) && !u.Equal(kubeletClientUsagesNoRSA) {
+		return fmt.Errorf("usages did not match %v", sets.List(kubeletClientUsages))
+	}
+	return nil
+}
+
+// ValidateKubeletServing reports why req with usages is not a kubelet's
+// serving certificate request: subject O exactly [system:nodes], CN
+// system:node:<name>, at least one and only DNS and IP subject
+// alternative names, usages digital signature and server auth (key
+// encipherment optional).
+func ValidateKubeletServing(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) error {
+	if !slices.Equal(req.Subject.Organization, []string{nodesGroup}) {
+		return errOrgNotSystemNodes
+	}
+	switch {
+	case len(req.DNSNames) == 0 && len(req.IPAddresses) == 0:
+		return errDNSOrIPSANRequired
+	case len(req.EmailAddresses) > 0:
+		return errEmailSANNotAllowed
+	case len(req.URIs) > 0:
+		return errURISANNotAllowed
+	}
+	if u := sets.New(usages...); !u.Equal(kubeletServingUsages) && !u.Equal(kubeletServingNoRSA) {
+		return fmt.Errorf("usages did not match %v", sets.List(kubeletServingUsages))
+	}
+	if !strings.HasPrefix(req.Subject.CommonName, nodeUserPrefix) {
+		return errCNNotSystemNode
+	}
+	return nil
+}
+
+// ValidateAPIServerClient reports why usages do not fit a client
+// certificate of the kubernetes.io/kube-apiserver-client signer: client
+// auth, optionally digital signature and key encipherment, nothing else.
+func ValidateAPIServerClient(usages []certificatesv1.KeyUsage) error {
+	clientAuth := false
+	for _, u := range usages {
+		switch u {
+		case certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment:
+		case certificatesv1.UsageClientAuth:
+			clientAuth = true
+		default:
+			return fmt.Errorf("invalid usage for client certificate: %s", u)
+		}
+	}
+	if !clientAuth {
+		return fmt.Errorf("missing required usage for client certificate: %s", certificatesv1.UsageClientAuth)
+	}
+	return nil
+}
+
+// validators are the signers this package signs for, with the check of
+// what each issues.
+var validators = map[string]func(*x509.CertificateRequest, []certificatesv1.KeyUsage) error{
+	certificatesv1.KubeAPIServerClientSignerName: func(_ *x509.CertificateRequest, u []certificatesv1.KeyUsage) error {
+		return ValidateAPIServerClient(u)
+	},
+	certificatesv1.KubeAPIServerClientKubeletSignerName: ValidateKubeletClient,
+	certificatesv1.KubeletServingSignerName:             ValidateKubeletServing,
+}
+
+// hasTrue reports whether csr has a condition of type t with status True.
+func hasTrue(csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType) bool {
+	for _, c := range csr.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// approved reports whether csr is approved and not denied.
+func approved(csr *certificatesv1.CertificateSigningRequest) bool {
+	return hasTrue(csr, certificatesv1.CertificateApproved) && !hasTrue(csr, certificatesv1.CertificateDenied)
+}
+
+// expiration turns spec.expirationSeconds into a certificate lifetime:
+// what was asked for, but at most max and at least ten minutes (twice the
+// backdating), as upstream.
+func expiration(seconds *int32, max time.Duration) time.Duration {
+	const min = 10 * time.Minute
+	if seconds == nil {
+		return max
+	}
+	switch d := time.Duration(*seconds) * time.Second; {
+	case d > max:
+		return max
+	case d < min:
+		return min
+	default:
+		return d
+	}
+}

@@ -1,0 +1,325 @@
+package resourcequota
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubebus/kubebus/bus/informer"
+	"github.com/kubebus/kubebus/controllers"
+)
+
+// source is an in-memory cache whose set and remove play bus events.
+type source[T interface {
+	runtime.Object
+	metav1.Object
+}] struct {
+	mu       sync.Mutex
+	objs     map[string]T
+	handlers []informer.Handler[T]
+}
+
+func newSource[T interface {
+	runtime.Object
+	metav1.Object
+}](objs ...T) *source[T] {
+	s := &source[T]{objs: map[string]T{}}
+	for _, o := range objs {
+		s.objs[o.GetNamespace()+"/"+o.GetName()] = o
+	}
+	return s
+}
+
+func (s *source[T]) Get(ns, name string) (T, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.objs[ns+"/"+name]
+	return o, ok
+}
+
+func (s *source[T]) List() []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []T
+	for _, o := range s.objs {
+		out = append(out, o)
+	}
+	return out
+}
+
+func (s *source[T]) ListNamespace(ns string) []T {
+	var out []T
+	for _, o := range s.List() {
+		if o.GetNamespace() == ns {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (s *source[T]) AddHandler(h informer.Handler[T]) { s.handlers = append(s.handlers, h) }
+
+func (s *source[T]) set(o T) {
+	s.mu.Lock()
+	old, had := s.objs[o.GetNamespace()+"/"+o.GetName()]
+	s.objs[o.GetNamespace()+"/"+o.GetName()] = o
+	s.mu.Unlock()
+	for _, h := range s.handlers {
+		if had {
+			h.OnUpdate(old, o)
+		} else {
+			h.OnAdd(o)
+		}
+	}
+}
+
+func (s *source[T]) remove(o T) {
+	s.mu.Lock()
+	delete(s.objs, o.GetNamespace()+"/"+o.GetName())
+	s.mu.Unlock()
+	for _, h := range s.handlers {
+		h.OnDelete(o)
+	}
+}
+
+func rl(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func newQuota(hard, used corev1.ResourceList) *corev1.ResourceQuota {
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "ns", ResourceVersion: "1"}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	if used != nil {
+		q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: used}
+	}
+	return q
+}
+
+func newPod(ns, name, cpu string, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("cpu", cpu)}}}},
+		Status: corev1.PodStatus{Phase: phase}}
+}
+
+func newMeta(ns, name string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+}
+
+var configmaps = schema.GroupResource{Resource: "configmaps"}
+
+type fixture struct {
+	c        *Controller
+	client   *fake.Clientset
+	quotas   *source[*corev1.ResourceQuota]
+	pods     *source[*corev1.Pod]
+	services *source[*corev1.Service]
+	cms      *source[*metav1.PartialObjectMetadata]
+}
+
+func newFixture(t *testing.T, q *corev1.ResourceQuota) *fixture {
+	t.Helper()
+	f := &fixture{
+		client: fake.NewClientset(q), quotas: newSource(q),
+		pods: newSource(
+			newPod("ns", "a", "100m", corev1.PodRunning), newPod("ns", "b", "200m", corev1.PodPending),
+			newPod("ns", "done", "1", corev1.PodSucceeded), newPod("other", "c", "1", corev1.PodRunning)),
+		services: newSource(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}),
+		cms: newSource(newMeta("ns", "cm1"), newMeta("other", "cm2")),
+	}
+	c, err := New(Config{Client: f.client, Quotas: f.quotas, Pods: f.pods, Services: f.services,
+		Objects: map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]{configmaps: f.cms},
+		Now:     func() time.Time { return time.Unix(1000, 0) }, Resync: time.Hour,
+		Options: controllers.Options{Logger: slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	return f
+}
+
+func (f *fixture) reconcile(t *testing.T) {
+	t.Helper()
+	r := &reconciler{client: f.client, quotas: f.quotas, pods: f.pods, services: f.services,
+		objects: map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]{configmaps: f.cms},
+		now: func() time.Time { return time.Unix(1000, 0) }, log: slog.New(slog.DiscardHandler)}
+	if _, err := r.Reconcile(context.Background(), controllers.Request{Namespace: "ns", Name: "q"}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+}
+
+// statusWrites returns the statuses the controller wrote.
+func (f *fixture) statusWrites() []corev1.ResourceQuotaStatus {
+	var out []corev1.ResourceQuotaStatus
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+			out = append(out, a.(k8stesting.UpdateAction).GetObject().(*corev1.ResourceQuota).Status)
+		}
+	}
+	return out
+}
+
+func TestReconcile(t *testing.T) {
+	t.Parallel()
+	hard := rl("pods", "10", "requests.cpu", "2", "count/pods", "10", "services.nodeports", "2", "configmaps", "5", "count/widgets.example.com", "3")
+	tests := []struct {
+		name  string
+		quota *corev1.ResourceQuota
+		want  *corev1.ResourceQuotaStatus // nil: no write
+	}{
+		{
+			name:  "first sync",
+			quota: newQuota(hard, nil),
+			want: &corev1.ResourceQuotaStatus{Hard: hard, Used: rl("pods", "2", "requests.cpu", "300m", "count/pods", "3",
+				"services.nodeports", "1", "configmaps", "1")},
+		},
+		{
+			name:  "usage went down, names nothing counts keep their value",
+			quota: newQuota(hard, rl("pods", "5", "requests.cpu", "1", "count/pods", "6", "services.nodeports", "1", "configmaps", "3", "count/widgets.example.com", "2")),
+			want: &corev1.ResourceQuotaStatus{Hard: hard, Used: rl("pods", "2", "requests.cpu", "300m", "count/pods", "3",
+				"services.nodeports", "1", "configmaps", "1", "count/widgets.example.com", "2")},
+		},
+		{
+			name: "hard changed, a dropped name leaves used",
+			quota: func() *corev1.ResourceQuota {
+				q := newQuota(rl("pods", "2"), rl("pods", "2", "configmaps", "1"))
+				q.Status.Hard = rl("pods", "2", "configmaps", "5")
+				return q
+			}(),
+			want: &corev1.ResourceQuotaStatus{Hard: rl("pods", "2"), Used: rl("pods", "2")},
+		},
+		{
+			name:  "up to date",
+			quota: newQuota(rl("pods", "10", "configmaps", "5"), rl("pods", "2", "configmaps", "1")),
+		},
+		{
+			name: "scoped",
+			quota: func() *corev1.ResourceQuota {
+				q := newQuota(rl("pods", "10"), nil)
+				q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}
+				return q
+			}(),
+			want: &corev1.ResourceQuotaStatus{Hard: rl("pods", "10"), Used: rl("pods", "0")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, tt.quota)
+			f.reconcile(t)
+			writes := f.statusWrites()
+			if tt.want == nil {
+				if len(writes) != 0 {
+					t.Fatalf("wrote %v, want no write", writes)
+				}
+				return
+			}
+			if len(writes) != 1 {
+				t.Fatalf("wrote %d statuses, want 1", len(writes))
+			}
+			if !apiequality.Semantic.DeepEqual(writes[0], *tt.want) {
+				t.Errorf("status = %v, want %v", writes[0], *tt.want)
+			}
+		})
+	}
+}
+
+func TestReconcileMissingQuota(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newQuota(rl("pods", "1"), nil))
+	f.quotas.remove(newQuota(nil, nil))
+	f.reconcile(t)
+	if w := f.statusWrites(); len(w) != 0 {
+		t.Errorf("wrote %v for a deleted quota", w)
+	}
+}
+
+func TestReplenishment(t *testing.T) {
+	t.Parallel()
+	synced := newQuota(rl("pods", "10", "configmaps", "5"), rl("pods", "2", "configmaps", "1"))
+	tests := []struct {
+		name string
+		play func(f *fixture)
+		want int // keys queued
+	}{
+		{"pod finishes", func(f *fixture) { f.pods.set(newPod("ns", "a", "100m", corev1.PodSucceeded)) }, 1},
+		{"pod keeps running", func(f *fixture) { f.pods.set(newPod("ns", "a", "500m", corev1.PodRunning)) }, 0},
+		{"pod deleted", func(f *fixture) { f.pods.remove(newPod("ns", "b", "200m", corev1.PodPending)) }, 1},
+		{"pod of another namespace deleted", func(f *fixture) { f.pods.remove(newPod("other", "c", "1", corev1.PodRunning)) }, 0},
+		{"configmap deleted", func(f *fixture) { f.cms.remove(newMeta("ns", "cm1")) }, 1},
+		{"configmap added", func(f *fixture) { f.cms.set(newMeta("ns", "cm3")) }, 0},
+		{"service deleted, quota does not limit services", func(f *fixture) {
+			f.services.remove(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}})
+		}, 0},
+		{"quota spec changed", func(f *fixture) {
+			q := synced.DeepCopy()
+			q.Spec.Hard = rl("pods", "20")
+			f.quotas.set(q)
+		}, 1},
+		{"quota status written", func(f *fixture) {
+			q := synced.DeepCopy()
+			q.Status.Used = rl("pods", "3", "configmaps", "1")
+			f.quotas.set(q)
+		}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, synced.DeepCopy())
+			tt.play(f)
+			if got := f.c.ctrl.Len(); got != tt.want {
+				t.Errorf("queued %d keys, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRun: a running controller syncs every quota without any event.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, newQuota(rl("pods", "10"), nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for len(f.statusWrites()) == 0 {
+		select {
+		case <-deadline:
+			t.Fatal("no status written within 10s")
+		case <-tick.C:
+		}
+	}
+	if got := f.statusWrites()[0].Used; !apiequality.Semantic.DeepEqual(got, rl("pods", "2")) {
+		t.Errorf("used = %v, want pods=2", got)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	if _, err := New(Config{}); err == nil {
+		t.Error("New without a client: want an error")
+	}
+	f := newFixture(t, newQuota(nil, nil))
+	_, err := New(Config{Client: f.client, Quotas: f.quotas, Pods: f.pods, Services: f.services,
+		Objects: map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]{{Resource: "pods"}: f.cms}})
+	if err == nil {
+		t.Error("pods among Objects: want an error")
+	}
+}
