@@ -122,8 +122,10 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches) (*security
 		Namespaces: sec.objects, ServiceAccounts: sec.objects, Pods: sec.objects, Nodes: sec.objects,
 		PriorityClasses: admission.StoredPriorityClasses{Store: store},
 		Factories: map[string]func() (auth.Admitter, error){
-			admission.PluginLimitRanger:   func() (auth.Admitter, error) { return admission.NewLimitRanger(sec.objects), nil },
-			admission.PluginResourceQuota: func() (auth.Admitter, error) { return admission.NewResourceQuota(admission.QuotaConfig{Quotas: sec.objects}), nil },
+			admission.PluginLimitRanger: func() (auth.Admitter, error) { return admission.NewLimitRanger(sec.objects), nil },
+			admission.PluginResourceQuota: func() (auth.Admitter, error) {
+				return admission.NewResourceQuota(admission.QuotaConfig{Quotas: sec.objects}), nil
+			},
 		},
 	})
 	if err != nil {
@@ -257,4 +259,3 @@ func ServingHosts(hosts []string, serviceCIDR, advertise string) []string {
 	}
 	return uniq
 }
-

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/apiserver/admission"
-	"github.com/kubebus/kubebus/apiserver/serviceaccount"
 	"github.com/kubebus/kubebus/apiserver/serve"
+	"github.com/kubebus/kubebus/apiserver/serviceaccount"
 	"github.com/kubebus/kubebus/apiserver/servicealloc"
 )
 

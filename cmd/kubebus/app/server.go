@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubebus/kubebus/apiserver/pki"
-	"github.com/kubebus/kubebus/apiserver/storage/encryption"
 	"github.com/kubebus/kubebus/apiserver/serve"
 	"github.com/kubebus/kubebus/apiserver/servicealloc"
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
+	"github.com/kubebus/kubebus/apiserver/storage/encryption"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/natsserver"
 	"github.com/kubebus/kubebus/controllers/cache"
