@@ -93,7 +93,10 @@ func TestLimitRangerDefaults(t *testing.T) {
 
 func TestLimitRangerLimits(t *testing.T) {
 	t.Parallel()
-	container := func(item corev1.LimitRangeItem) corev1.LimitRangeItem { item.Type = corev1.LimitTypeContainer; return item }
+	container := func(item corev1.LimitRangeItem) corev1.LimitRangeItem {
+		item.Type = corev1.LimitTypeContainer
+		return item
+	}
 	podItem := func(item corev1.LimitRangeItem) corev1.LimitRangeItem { item.Type = corev1.LimitTypePod; return item }
 	tests := []struct {
 		name    string

@@ -76,7 +76,10 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches) (*security
 	if issuer == "" {
 		issuer = serviceaccount.DefaultIssuer
 	}
-	sec.issuer, err = serviceaccount.NewIssuer(serviceaccount.IssuerConfig{Key: key, Issuer: issuer, Nodes: sec.objects})
+	// Tokens of the projected kube-api-access volumes (3607 s) are valid
+	// for a year, as upstream's --service-account-extend-token-expiration
+	// (on by default) makes them: the kubelet writes them once per start.
+	sec.issuer, err = serviceaccount.NewIssuer(serviceaccount.IssuerConfig{Key: key, Issuer: issuer, Nodes: sec.objects, ExtendExpiration: true})
 	if err != nil {
 		return nil, err
 	}

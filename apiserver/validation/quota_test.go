@@ -85,7 +85,9 @@ func TestValidateResourceQuota(t *testing.T) {
 		return func(spec *corev1.ResourceQuotaSpec) { spec.Scopes = s }
 	}
 	selector := func(reqs ...corev1.ScopedResourceSelectorRequirement) func(*corev1.ResourceQuotaSpec) {
-		return func(spec *corev1.ResourceQuotaSpec) { spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: reqs} }
+		return func(spec *corev1.ResourceQuotaSpec) {
+			spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: reqs}
+		}
 	}
 	tests := []struct {
 		name string

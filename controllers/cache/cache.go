@@ -60,6 +60,7 @@ type Informers struct {
 	// aggregation and certificate controllers.
 	ServiceAccounts            *informer.Informer[*corev1.ServiceAccount]
 	ConfigMaps                 *informer.Informer[*corev1.ConfigMap]
+	ResourceQuotas             *informer.Informer[*corev1.ResourceQuota]
 	ClusterRoles               *informer.Informer[*rbacv1.ClusterRole]
 	CertificateSigningRequests *informer.Informer[*certificatesv1.CertificateSigningRequest]
 
@@ -114,6 +115,9 @@ func New(cfg Config) (*Informers, error) {
 		return nil, err
 	}
 	if inf.ConfigMaps, err = newInformer(cfg, &inf.all, "", "configmaps", "", func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, nil); err != nil {
+		return nil, err
+	}
+	if inf.ResourceQuotas, err = newInformer(cfg, &inf.all, "", "resourcequotas", "", func() *corev1.ResourceQuota { return &corev1.ResourceQuota{} }, nil); err != nil {
 		return nil, err
 	}
 	if inf.ClusterRoles, err = newInformer(cfg, &inf.all, rbacv1.GroupName, "clusterroles", "", func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} }, nil); err != nil {

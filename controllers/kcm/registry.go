@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/kubebus/kubebus/apiserver/quota"
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
@@ -23,6 +25,7 @@ import (
 	"github.com/kubebus/kubebus/controllers/nodeipam"
 	"github.com/kubebus/kubebus/controllers/nodelifecycle"
 	"github.com/kubebus/kubebus/controllers/replicaset"
+	"github.com/kubebus/kubebus/controllers/resourcequota"
 	"github.com/kubebus/kubebus/controllers/rootcacert"
 	"github.com/kubebus/kubebus/controllers/serviceaccount"
 )
@@ -142,6 +145,25 @@ func registry() []entry {
 			return clusterroleaggregation.New(clusterroleaggregation.Config{Client: d.Client, ClusterRoles: d.Caches.ClusterRoles,
 				Options: controllers.Options{Logger: d.Logger}})
 		}},
+		{name: resourcequota.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			g, err := gcFor(d)
+			if err != nil {
+				return nil, err
+			}
+			objects := map[schema.GroupResource]resourcequota.Source[*metav1.PartialObjectMetadata]{}
+			for _, r := range servedResources() {
+				gr := schema.GroupResource{Group: r.Group, Resource: r.Resource}
+				if !r.Namespaced || gr == quota.Pods || gr == quota.Services {
+					continue
+				}
+				if inf := g.Informer(r.GVR()); inf != nil {
+					objects[gr] = inf
+				}
+			}
+			return resourcequota.New(resourcequota.Config{Client: d.Client, Quotas: d.Caches.ResourceQuotas,
+				Pods: d.Caches.Pods, Services: d.Caches.Services, Objects: objects,
+				Options: controllers.Options{Logger: d.Logger}})
+		}},
 		{name: certificates.ApproverName, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
 			return certificates.NewApprover(certificates.ApproverConfig{Client: d.Client, CSRs: d.Caches.CertificateSigningRequests,
 				Options: controllers.Options{Logger: d.Logger}})
@@ -190,6 +212,9 @@ func rootCA(d Deps) ([]byte, error) {
 func servedResources() []garbagecollector.Resource {
 	var out []garbagecollector.Resource
 	for _, r := range resource.Builtin() {
+		if r.CreateOnly {
+			continue // access and token reviews: answered, never stored
+		}
 		out = append(out, garbagecollector.Resource{Group: r.GVK.Group, Version: r.GVK.Version, Resource: r.Plural, Kind: r.GVK.Kind, Namespaced: r.Namespaced})
 	}
 	return out
@@ -213,5 +238,6 @@ func sharedMetadata(c *cache.Informers) map[schema.GroupResource]garbagecollecto
 		{Resource: "configmaps"}:                                               informer.Metadata(c.ConfigMaps),
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}:         informer.Metadata(c.ClusterRoles),
 		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: informer.Metadata(c.CertificateSigningRequests),
+		{Resource: "resourcequotas"}:                                           informer.Metadata(c.ResourceQuotas),
 	}
 }

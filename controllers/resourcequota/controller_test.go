@@ -111,7 +111,7 @@ func newQuota(hard, used corev1.ResourceList) *corev1.ResourceQuota {
 
 func newPod(ns, name, cpu string, phase corev1.PodPhase) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("cpu", cpu)}}}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("cpu", cpu)}}}},
 		Status: corev1.PodStatus{Phase: phase}}
 }
 
@@ -120,6 +120,13 @@ func newMeta(ns, name string) *metav1.PartialObjectMetadata {
 }
 
 var configmaps = schema.GroupResource{Resource: "configmaps"}
+
+// The bus caches the controller-manager shares fit the controller's Config.
+var (
+	_ QuotaSource                           = (*informer.Informer[*corev1.ResourceQuota])(nil)
+	_ Source[*corev1.Pod]                   = (*informer.Informer[*corev1.Pod])(nil)
+	_ Source[*metav1.PartialObjectMetadata] = (*informer.MetadataView[*corev1.ConfigMap])(nil)
+)
 
 type fixture struct {
 	c        *Controller
@@ -156,7 +163,7 @@ func (f *fixture) reconcile(t *testing.T) {
 	t.Helper()
 	r := &reconciler{client: f.client, quotas: f.quotas, pods: f.pods, services: f.services,
 		objects: map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]{configmaps: f.cms},
-		now: func() time.Time { return time.Unix(1000, 0) }, log: slog.New(slog.DiscardHandler)}
+		now:     func() time.Time { return time.Unix(1000, 0) }, log: slog.New(slog.DiscardHandler)}
 	if _, err := r.Reconcile(context.Background(), controllers.Request{Namespace: "ns", Name: "q"}); err != nil {
 		t.Fatalf("Reconcile: %v", err)
 	}

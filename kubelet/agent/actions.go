@@ -138,7 +138,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *corev1.Pod, a pods.Ac
 	if sandboxIP != "" {
 		podIPs = append(podIPs, sandboxIP)
 	}
-	env, err := pods.ResolveEnv(ctx, pod, c, pods.EnvInput{Getter: k.getter, PodIPs: podIPs, HostIPs: k.cfg.HostIPs, NodeAllocatable: k.cfg.Allocatable})
+	env, err := pods.ResolveEnv(ctx, pod, c, pods.EnvInput{Getter: k.getter, PodIPs: podIPs, HostIPs: k.cfg.HostIPs, NodeAllocatable: k.cfg.Allocatable, ServiceEnv: k.svcEnv.env(ctx)})
 	if err != nil {
 		return fail(ReasonCreateContainerConfigError, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -33,6 +34,7 @@ type Kubelet struct {
 	volumes  *volumes.Manager
 	recorder record.EventRecorder
 	getter   apiGetter
+	svcEnv   *serviceEnv
 	static   *staticSource
 
 	mu   sync.Mutex
@@ -68,8 +70,11 @@ func New(cfg Config) (*Kubelet, error) {
 		seen: map[types.UID]string{}, lastUsed: map[string]time.Time{},
 		getter: apiGetter{cfg.Client},
 	}
+	k.svcEnv = &serviceEnv{get: func(ctx context.Context) (*corev1.Service, error) {
+		return cfg.Client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
+	}}
 	var err error
-	k.volumes, err = volumes.New(volumes.Config{Root: cfg.RootDir, Getter: k.getter, NodeAllocatable: cfg.Allocatable})
+	k.volumes, err = volumes.New(volumes.Config{Root: cfg.RootDir, Getter: k.getter, Tokens: k.getter, NodeAllocatable: cfg.Allocatable})
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: volumes: %w", err)
 	}

@@ -436,8 +436,10 @@ func TestIntegrationKubeletRestartAdopts(t *testing.T) {
 	t.Cleanup(func() { harness.CleanupNodeDir(t, dir) })
 	root := filepath.Join(dir, "kubelet")
 	name := "node-restart"
-	kubelet := harness.StartProcess(t, "kubelet", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t), "--root-dir", root,
-		"--hostname-override", name, "--node-netns", ns, "--port", "0", "--ca-key-file", filepath.Join(s.Dir, "pki", "ca.key"),
+	// The kubelet runs as its node (its serving certificate comes through
+	// a CSR the controller-manager approves for that node only).
+	kubelet := harness.StartProcess(t, "kubelet", "--kubeconfig", harness.NodeKubeconfig(t, s, name), "--nats-url", s.BusURL(t), "--root-dir", root,
+		"--hostname-override", name, "--node-netns", ns, "--port", "0",
 		"--client-ca-file", filepath.Join(s.Dir, "pki", "ca.crt"), "--instance", name)
 	harness.WaitNodeReady(t, s, name, 90*time.Second)
 	harness.ImportImage(t, root, harness.BusyboxTar(t))

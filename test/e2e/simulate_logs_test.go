@@ -198,8 +198,8 @@ current-context: c
 	}{
 		{[]string{"--node-ip-range", "10.10.0.0/16", "--serve-logs=false"}, "--node-ip-range: simulate: node IP range 10.10.0.0/16 is outside 127.0.0.0/8"},
 		{[]string{"--node-ip-range", "127.1.0.0"}, "is not a CIDR"},
-		{nil, "pass --client-ca-file and --ca-key-file"},
-		{[]string{"--client-ca-file", filepath.Join(dir, "ca.crt")}, "pass --client-ca-file and --ca-key-file"},
+		{nil, "pass --client-ca-file"},
+		{[]string{"--ca-key-file", "x"}, "--ca-key-file is no longer accepted"},
 	}
 	for _, tc := range cases {
 		args := append([]string{"kubelet", "--kubeconfig", kubeconfig, "--simulate=2"}, tc.args...)

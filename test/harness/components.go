@@ -39,13 +39,15 @@ func StartControllerManager(t testing.TB, s *Server, extra ...string) *Process {
 }
 
 // StartHollowNodes runs `kubebus kubelet --simulate=n` against the server
-// with extra flags, handing it the server's CA (DIR/pki/ca.crt and ca.key)
-// so the hollow nodes serve their pods' logs.
+// with extra flags, handing it the server's CA certificate (DIR/pki/ca.crt)
+// to verify the API server on the hollow nodes' log servers. Their serving
+// certificate comes through a CertificateSigningRequest the process
+// approves itself (it runs with the admin kubeconfig).
 func StartHollowNodes(t testing.TB, s *Server, n int, extra ...string) *Process {
 	t.Helper()
 	pki := filepath.Join(s.Dir, "pki")
 	return StartProcess(t, append([]string{"kubelet", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t), fmt.Sprint("--simulate=", n),
-		"--client-ca-file", filepath.Join(pki, "ca.crt"), "--ca-key-file", filepath.Join(pki, "ca.key")}, extra...)...)
+		"--client-ca-file", filepath.Join(pki, "ca.crt")}, extra...)...)
 }
 
 // Start (re)starts the process.
@@ -86,3 +88,18 @@ func (p *Process) Stop() {
 
 // Logs returns what the process printed so far.
 func (p *Process) Logs() string { return p.logs.String() }
+
+// NodeKubeconfig writes a kubeconfig for the server that authenticates as
+// the kubelet of node name (system:node:NAME in system:nodes), with a
+// client certificate `kubebus certs kubeconfig` issues from the server's
+// CA, and returns its path.
+func NodeKubeconfig(t testing.TB, s *Server, name string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "kubeconfig-"+name)
+	cmd := exec.Command(Binary(t), "certs", "kubeconfig", "--pki-dir", filepath.Join(s.Dir, "pki"),
+		"--user", "system:node:"+name, "--group", "system:nodes", "--server", s.URL, "--out", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubebus certs kubeconfig: %v\n%s", err, b)
+	}
+	return out
+}

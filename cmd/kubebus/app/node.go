@@ -45,9 +45,6 @@ type nodeOptions struct {
 	port            int
 	caFile          string // verifies the API server's client certificate
 	caData          []byte // instead of caFile: the kubeconfig's embedded CA
-	// caKey is ignored: the kubelet holds no CA key. Deprecated, kept
-	// until runLocalNode (server.go) stops setting it.
-	caKey string
 	// The log server's certificate: from tlsCert and tlsKey when given,
 	// else through the CSR API, kept in certDir (default ROOT/pki) and,
 	// unless noServerCertRotation, renewed at 80% of its lifetime.

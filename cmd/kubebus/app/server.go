@@ -248,7 +248,7 @@ func runLocalNode(ctx context.Context, log *slog.Logger, dir string, hosts []str
 	}
 	cfg.QPS, cfg.Burst = 50, 100
 	o.rootDir = filepath.Join(dir, "kubelet")
-	o.caFile, o.caKey = filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "ca.key")
+	o.caFile = filepath.Join(pkiDir, "ca.crt")
 	return runNode(ctx, log, cfg, natsURL, "local", o)
 }
 
