@@ -52,6 +52,10 @@ type Config struct {
 	InFlightWait                time.Duration
 	// Mount adds routes (OpenAPI, logs proxy) to the router.
 	Mount []func(chi.Router)
+	// SelfAuthorized are mounted paths whose handlers authorize requests
+	// themselves with resource attributes (the tap: list and watch of
+	// what it streams), instead of as non-resource paths.
+	SelfAuthorized []string
 	// Profiling serves /debug/pprof, as upstream's --profiling does (to
 	// users the authorizer lets GET those paths).
 	Profiling bool

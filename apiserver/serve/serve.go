@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubebus/kubebus/apiserver"
@@ -122,13 +123,15 @@ func Run(ctx context.Context, o Options) error {
 	mounts := []func(chi.Router){docs.Register}
 	var caches *authCaches
 	var runCaches func(context.Context) error
+	var js jetstream.JetStream
 	if o.NATSURL != "" {
 		url := o.NATSURL
 		checks["nats"] = func(ctx context.Context) error { return bus.Ping(ctx, url) }
-		nc, js, err := bus.Connect(o.NATSURL, "kubebus-apiserver")
+		nc, j, err := bus.Connect(o.NATSURL, "kubebus-apiserver")
 		if err != nil {
 			return err
 		}
+		js = j
 		defer nc.Close()
 		pub, err := publish.New(publish.Config{Source: storeSource{store}, Elector: newElector(store), JetStream: js, Limits: o.BusLimits,
 			Logger: o.Logger.With("component", "publisher"), Metrics: publish.NewMetrics(metrics.Registry)})
@@ -143,12 +146,16 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		runCaches = caches.Run
-		tapHandler := tap.Handler(js, o.Logger.With("component", "tap"))
-		mounts = append(mounts, func(r chi.Router) { r.Handle(tap.EndpointPath, tapHandler) })
 	}
 	sec, err := newSecurity(o, store, caches)
 	if err != nil {
 		return err
+	}
+	selfAuthorized := []string{}
+	if caches != nil {
+		tapHandler := authorizedTap(sec.authz, tap.Handler(js, o.Logger.With("component", "tap")))
+		mounts = append(mounts, func(r chi.Router) { r.Handle(tap.EndpointPath, tapHandler) })
+		selfAuthorized = append(selfAuthorized, tap.EndpointPath)
 	}
 	mounts = append(mounts, sec.mounts...)
 	if runCaches != nil {
@@ -195,6 +202,7 @@ func Run(ctx context.Context, o Options) error {
 		Mount:           mounts,
 		KubeletTLS:      kubeletTLS,
 		WatchCacheBytes: o.WatchCacheBytes,
+		SelfAuthorized:  selfAuthorized,
 	})
 	if err != nil {
 		return err

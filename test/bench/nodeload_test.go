@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,12 +55,13 @@ func (l *nodeLoad) measure(b *testing.B, d time.Duration) (stop func()) {
 	}
 }
 
-// startNodeLoad starts the server and the hollow nodes, and returns once
+// startNodeLoad starts the server (with $KUBEBUS_BENCH_SERVER_ARGS) and
+// the hollow nodes, and returns once
 // every node is Ready, the controller-manager leads and the scheduler's
 // cache holds the last node (a probe pod is bound to it).
 func startNodeLoad(b *testing.B) *nodeLoad {
 	b.Helper()
-	s := harness.StartServer(b, "")
+	s := harness.StartServer(b, "", strings.Fields(os.Getenv("KUBEBUS_BENCH_SERVER_ARGS"))...)
 	nodes := harness.StartHollowNodes(b, s, loadNodes)
 	cfg := s.RESTConfig(b)
 	cfg.QPS, cfg.Burst = -1, 0

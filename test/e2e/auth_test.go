@@ -52,7 +52,7 @@ func statusOf(t testing.TB, c *http.Client, method, url string) int {
 // or 403. With --anonymous-auth=false even health is a 401.
 func TestIntegrationAuthAnonymous(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", append([]string{"--profiling"}, apiOnly...)...)
+	s := harness.StartServer(t, "", apiOnly...) // the harness turns --profiling on
 	c := anonymousClient(t, s)
 	for _, p := range []string{"/livez", "/readyz", "/healthz", "/version"} {
 		if code := statusOf(t, c, http.MethodGet, s.URL+p); code != http.StatusOK {
@@ -81,7 +81,7 @@ func TestIntegrationAuthAnonymous(t *testing.T) {
 		}
 	}
 
-	strict := harness.StartServer(t, "", append([]string{"--anonymous-auth=false"}, apiOnly...)...)
+	strict := harness.StartServer(t, "", append([]string{"--anonymous-auth=false", "--profiling=false"}, apiOnly...)...)
 	sc := anonymousClient(t, strict)
 	for _, p := range []string{"/livez", "/version", "/api/v1/pods"} {
 		if code := statusOf(t, sc, http.MethodGet, strict.URL+p); code != http.StatusUnauthorized {

@@ -126,8 +126,10 @@ func StartServer(t testing.TB, dir string, extraArgs ...string) *Server {
 	s := &Server{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), logs: &lockedBuffer{}}
 	// No local node unless the test asks for one with --disable-kubelet=false
 	// (a later flag wins).
+	// Profiling on, for the benchmarks' profiles (a later --profiling=false
+	// turns it off).
 	s.args = append([]string{"server", "--data-dir", dir, "--secure-port", "0",
-		"--etcd-client-port", "0", "--etcd-peer-port", "0", "--nats-port", "-1", "--disable-kubelet"}, extraArgs...)
+		"--etcd-client-port", "0", "--etcd-peer-port", "0", "--nats-port", "-1", "--disable-kubelet", "--profiling"}, extraArgs...)
 	s.start(t)
 	t.Cleanup(func() {
 		s.Stop(t)

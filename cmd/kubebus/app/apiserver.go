@@ -51,6 +51,7 @@ Several API servers may share one etcd; they are stateless.`,
 // addAuthFlags registers who may do what, with upstream's flag names.
 func addAuthFlags(f *pflag.FlagSet, a *serve.AuthOptions) {
 	f.BoolVar(&a.AnonymousAuth, "anonymous-auth", true, "let requests without a credential in as system:anonymous (RBAC grants them health and version only); false answers them 401")
+	f.StringSliceVar(&a.AuthorizationModes, "authorization-mode", []string{"Node", "RBAC"}, "authorizers after system:masters, in order: Node, RBAC, or AlwaysAllow alone (every request allowed: for measurements only)")
 	f.BoolVar(&a.Profiling, "profiling", false, "serve /debug/pprof (to users RBAC lets read it)")
 	f.StringVar(&a.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file: which resources are encrypted at rest in etcd, and how")
 	f.StringSliceVar(&a.EnableAdmissionPlugins, "enable-admission-plugins", nil, "admission plugins to run besides the defaults ("+strings.Join(admission.DefaultPlugins(), ", ")+")")

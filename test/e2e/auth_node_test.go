@@ -1,0 +1,318 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubebus/kubebus/test/harness"
+)
+
+// nodeClient is a clientset authenticated as the kubelet of node name.
+func nodeClient(t testing.TB, s *harness.Server, name string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", harness.NodeKubeconfig(t, s, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func wantStatus(t testing.TB, what string, err error, forbidden bool) {
+	t.Helper()
+	switch {
+	case forbidden && !apierrors.IsForbidden(err):
+		t.Errorf("%s: %v, want 403 Forbidden", what, err)
+	case !forbidden && err != nil:
+		t.Errorf("%s: %v, want success", what, err)
+	}
+}
+
+// TestIntegrationAuthNodeCredentials: a kubelet's credentials reach its
+// own Node, the pods bound to it and the Secrets those pods use, and
+// nothing of any other node (the Node authorizer, RBAC's system:node role
+// and NodeRestriction together).
+func TestIntegrationAuthNodeCredentials(t *testing.T) {
+	harness.SkipShort(t)
+	s := harness.StartServer(t, "", apiOnly...)
+	admin := s.Clientset(t)
+	ctx := context.Background()
+	for _, n := range []string{"n1", "n2"} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}
+		if _, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"used", "unused"} {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: map[string]string{"k": "v"}}
+		if _, err := admin.CoreV1().Secrets("default").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := func(name, node, secret string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		if secret != "" {
+			p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}}
+		}
+		return p
+	}
+	for _, p := range []*corev1.Pod{pod("on-n1", "n1", "used"), pod("on-n2", "n2", "")} {
+		if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n1 := nodeClient(t, s, "n1")
+	// The Node authorizer learns from the bus which pods run where.
+	harness.Eventually(t, 15*time.Second, func() error {
+		_, err := n1.CoreV1().Secrets("default").Get(ctx, "used", metav1.GetOptions{})
+		return err
+	})
+	self, err := n1.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	wantStatus(t, "n1 gets its Node", err, false)
+	if err == nil {
+		self.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()}}
+		_, err = n1.CoreV1().Nodes().UpdateStatus(ctx, self, metav1.UpdateOptions{})
+		wantStatus(t, "n1 updates its own Node status", err, false)
+	}
+	other, err := admin.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "Forged"}}
+	_, err = n1.CoreV1().Nodes().UpdateStatus(ctx, other, metav1.UpdateOptions{})
+	wantStatus(t, "n1 updates n2's status", err, true)
+	other.Labels = map[string]string{"forged": "yes"}
+	_, err = n1.CoreV1().Nodes().Update(ctx, other, metav1.UpdateOptions{})
+	wantStatus(t, "n1 updates n2", err, true)
+	_, err = n1.CoreV1().Secrets("default").Get(ctx, "unused", metav1.GetOptions{})
+	wantStatus(t, "n1 reads a Secret no pod of its uses", err, true)
+	_, err = n1.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+	wantStatus(t, "n1 lists Secrets", err, true)
+	err = n1.CoreV1().Pods("default").Delete(ctx, "on-n2", metav1.DeleteOptions{})
+	wantStatus(t, "n1 deletes a pod of n2", err, true)
+	p2, err := admin.CoreV1().Pods("default").Get(ctx, "on-n2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2.Status.Phase = corev1.PodFailed
+	_, err = n1.CoreV1().Pods("default").UpdateStatus(ctx, p2, metav1.UpdateOptions{})
+	wantStatus(t, "n1 writes the status of a pod of n2", err, true)
+	// Its own pod's status is its to write.
+	p1, err := admin.CoreV1().Pods("default").Get(ctx, "on-n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1.Status.Phase = corev1.PodRunning
+	_, err = n1.CoreV1().Pods("default").UpdateStatus(ctx, p1, metav1.UpdateOptions{})
+	wantStatus(t, "n1 writes the status of its own pod", err, false)
+	// Once the pod that used the Secret is gone, so is the node's access.
+	if err := admin.CoreV1().Pods("default").Delete(ctx, "on-n1", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 15*time.Second, func() error {
+		_, err := n1.CoreV1().Secrets("default").Get(ctx, "used", metav1.GetOptions{})
+		if !apierrors.IsForbidden(err) {
+			return fmt.Errorf("reading the Secret of a deleted pod: %v, want 403", err)
+		}
+		return nil
+	})
+}
+
+// TestIntegrationAuthAdmission: PodSecurity's restricted level refuses a
+// privileged pod with upstream's message, and a ResourceQuota of 3 pods
+// refuses the fourth with upstream's "exceeded quota".
+func TestIntegrationAuthAdmission(t *testing.T) {
+	harness.SkipShort(t)
+	s := harness.StartServer(t, "", apiOnly...)
+	cs := s.Clientset(t)
+	ctx := context.Background()
+	restricted := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "locked", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, restricted, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDefaultSA(t, cs, "locked")
+	priv := true
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "c", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: &priv}}}}}
+	_, err := cs.CoreV1().Pods("locked").Create(ctx, p, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `pods "root" is forbidden: violates PodSecurity "restricted:latest": privileged (container "c" must not set securityContext.privileged=true)`) {
+		t.Errorf("privileged pod in a restricted namespace: %v", err)
+	}
+
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "quota"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDefaultSA(t, cs, "quota")
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("3")}}}
+	if _, err := cs.CoreV1().ResourceQuotas("quota").Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The quota controller fills status.hard and status.used.
+	harness.Eventually(t, 15*time.Second, func() error {
+		got, err := cs.CoreV1().ResourceQuotas("quota").Get(ctx, "pods", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if _, ok := got.Status.Used[corev1.ResourcePods]; !ok || got.Status.Hard.Pods().Value() != 3 {
+			return fmt.Errorf("quota status not computed yet: %+v", got.Status)
+		}
+		return nil
+	})
+	for i := 0; i < 3; i++ {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		if _, err := cs.CoreV1().Pods("quota").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("pod %d of 3: %v", i+1, err)
+		}
+	}
+	fourth := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p3"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	_, err = cs.CoreV1().Pods("quota").Create(ctx, fourth, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `pods "p3" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=3, limited: pods=3`) {
+		t.Errorf("the 4th pod under a quota of 3: %v", err)
+	}
+	got, err := cs.CoreV1().ResourceQuotas("quota").Get(ctx, "pods", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := got.Status.Used[corev1.ResourcePods]; used.Value() != 3 {
+		t.Errorf("quota used = %s, want 3", used.String())
+	}
+}
+
+func waitDefaultSA(t testing.TB, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	harness.Eventually(t, 15*time.Second, func() error {
+		_, err := cs.CoreV1().ServiceAccounts(ns).Get(context.Background(), "default", metav1.GetOptions{})
+		return err
+	})
+}
+
+var etcdEndpointLine = regexp.MustCompile(`embedded etcd ready"? endpoint=(\S+)`)
+
+// TestIntegrationAuthSecretsAtRest: kubebus server encrypts Secrets in
+// etcd by default (upstream's k8s:enc: envelope), the API returns the
+// plaintext, and the bus carries Secrets without their data.
+func TestIntegrationAuthSecretsAtRest(t *testing.T) {
+	harness.SkipShort(t)
+	s := harness.StartServer(t, "", apiOnly...)
+	k := harness.Kubectl(t)
+	s.MustRun(t, k, "", "create", "secret", "generic", "vault", "--from-literal=password=hunter2-plaintext")
+	out := s.MustRun(t, k, "", "get", "secret", "vault", "-o", "jsonpath={.data.password}")
+	if out != "aHVudGVyMi1wbGFpbnRleHQ=" {
+		t.Errorf("kubectl get secret: %q, want the plaintext's base64", out)
+	}
+	m := etcdEndpointLine.FindStringSubmatch(s.Logs())
+	if m == nil {
+		t.Fatalf("no etcd endpoint in the server's log")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m[1]}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	resp, err := cli.Get(context.Background(), "/registry/core/secrets/default/vault")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("reading the Secret from etcd: %v %v", resp, err)
+	}
+	raw := resp.Kvs[0].Value
+	if !bytes.HasPrefix(raw, []byte("k8s:enc:")) || bytes.Contains(raw, []byte("hunter2")) || bytes.Contains(raw, []byte("aHVudGVyMi1wbGFpbnRleHQ")) {
+		t.Errorf("the Secret in etcd is not encrypted: %q", raw[:min(len(raw), 80)])
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, "pki", "encryption-config.yaml")); err != nil {
+		t.Errorf("no generated encryption config: %v", err)
+	}
+	// The tap, as admin, shows the Secret without its data.
+	tap, err := runKubebus(t, "tap", "--kubeconfig", s.Kubeconfig, "--resource", "secrets", "--since", "1", "--follow=false", "-o", "json")
+	if err != nil {
+		t.Fatalf("kubebus tap: %v\n%s", err, tap)
+	}
+	if !strings.Contains(tap, `"vault"`) || strings.Contains(tap, "hunter2") || strings.Contains(tap, "aHVudGVyMi1wbGFpbnRleHQ") {
+		t.Errorf("the tap shows Secret data or not the Secret:\n%s", tap)
+	}
+}
+
+// TestIntegrationAuthPodToken: on the real local node, a pod's projected
+// ServiceAccount token reaches the API server through the kubernetes
+// Service (the proxy's DNAT to the API server's address in the node's
+// network namespace) and may list pods in its namespace only once a
+// RoleBinding allows it.
+func TestIntegrationAuthPodToken(t *testing.T) {
+	s, _ := harness.StartServerWithNode(t)
+	cs := s.Clientset(t)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDefaultSA(t, cs, "apps")
+	const dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	script := `for i in $(seq 1 60); do ` +
+		`if wget -q -O /tmp/out --no-check-certificate --header "Authorization: Bearer $(cat ` + dir + `/token)" ` +
+		`"https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/$(cat ` + dir + `/namespace)/pods" 2>/tmp/err; ` +
+		`then echo "STATUS 200"; cat /tmp/out; else echo "STATUS $(cat /tmp/err)"; fi; sleep 1; done; sleep 3600`
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "client"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "busybox:latest", ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sh", "-c", script}}}}}
+	created, err := cs.CoreV1().Pods("apps").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounted := false
+	for _, v := range created.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") && v.Projected != nil {
+			mounted = true
+		}
+	}
+	if !mounted || created.Spec.ServiceAccountName != "default" {
+		t.Fatalf("the ServiceAccount plugin did not mount a token: %+v", created.Spec)
+	}
+	logs := func() string {
+		b, _ := cs.CoreV1().Pods("apps").GetLogs("client", &corev1.PodLogOptions{}).DoRaw(ctx)
+		return string(b)
+	}
+	harness.Eventually(t, 90*time.Second, func() error {
+		if l := logs(); !strings.Contains(l, "403 Forbidden") {
+			return fmt.Errorf("no 403 from the API server yet:\n%s", l)
+		}
+		return nil
+	})
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "read-pods"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: "apps"}}}
+	if _, err := cs.RbacV1().RoleBindings("apps").Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 60*time.Second, func() error {
+		if l := logs(); !strings.Contains(l, "STATUS 200") || !strings.Contains(l, `"name":"client"`) {
+			return fmt.Errorf("the pod has not listed its namespace's pods yet:\n%s", l)
+		}
+		return nil
+	})
+}
+
+// runKubebus runs the kubebus binary and returns what it printed.
+func runKubebus(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, harness.Binary(t), args...).CombinedOutput()
+	return string(out), err
+}
