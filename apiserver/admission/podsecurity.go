@@ -99,6 +99,7 @@ func (p *PodSecurity) Admit(ctx context.Context, req *auth.AdmissionRequest) err
 	if resp.Result != nil {
 		return &apierrors.StatusError{ErrStatus: *resp.Result}
 	}
+	//lint:ignore ST1005 upstream's message, word for word
 	return forbidRequest(req, errors.New("Not allowed by PodSecurity"))
 }
 

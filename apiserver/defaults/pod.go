@@ -7,14 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Priorities of the two built-in priority classes, and the name of the
-// service account every namespace has.
+// Priorities of the two built-in priority classes.
 const (
 	systemClusterCritical         = "system-cluster-critical"
 	systemClusterCriticalPriority = int32(2000000000)
 	systemNodeCritical            = "system-node-critical"
 	systemNodeCriticalPriority    = int32(2000001000)
-	defaultServiceAccountName     = "default"
 )
 
 // defaultPod defaults a Pod. Beyond what every pod spec gets, a Pod (and not
@@ -37,10 +35,6 @@ func defaultPod(pod *corev1.Pod) {
 	if spec.HostNetwork {
 		hostNetworkPorts(spec.Containers)
 		hostNetworkPorts(spec.InitContainers)
-	}
-	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; !mirror && spec.ServiceAccountName == "" {
-		spec.ServiceAccountName = defaultServiceAccountName
-		spec.DeprecatedServiceAccount = defaultServiceAccountName
 	}
 	defaultPriority(spec)
 }

@@ -38,8 +38,6 @@ func defaultedMinimalPod() *corev1.Pod {
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: new(int64(30)),
 			DNSPolicy:                     corev1.DNSClusterFirst,
-			ServiceAccountName:            "default",
-			DeprecatedServiceAccount:      "default",
 			SecurityContext:               &corev1.PodSecurityContext{},
 			SchedulerName:                 "default-scheduler",
 			EnableServiceLinks:            new(true),

@@ -22,10 +22,12 @@ const (
 
 // The checks' errors, as upstream words them.
 var (
-	errOrgNotSystemNodes  = errors.New("subject organization is not system:nodes")
+	errOrgNotSystemNodes = errors.New("subject organization is not system:nodes")
+	//lint:ignore ST1005 upstream's message, word for word
 	errCNNotSystemNode    = errors.New("subject common name does not begin with system:node:")
 	errDNSOrIPSANRequired = errors.New("DNS or IP subjectAltName is required")
 	errDNSSANNotAllowed   = errors.New("DNS subjectAltNames are not allowed")
+	//lint:ignore ST1005 upstream's message, word for word
 	errEmailSANNotAllowed = errors.New("Email subjectAltNames are not allowed")
 	errIPSANNotAllowed    = errors.New("IP subjectAltNames are not allowed")
 	errURISANNotAllowed   = errors.New("URI subjectAltNames are not allowed")

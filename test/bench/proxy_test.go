@@ -43,7 +43,7 @@ func BenchmarkProxyUnreadyCutoff(b *testing.B) {
 	nsB.ServeHTTP(b, podB+":8080", "pod-b")
 	client := nsClient.Dialer(b)
 
-	s := harness.StartServer(b, "", "--disable-controller-manager")
+	s := harness.StartServer(b, "", "--disable-controller-manager", "--disable-admission-plugins=ServiceAccount")
 	cs := s.Clientset(b)
 	harness.StartProcess(b, "proxy", "--nats-url", s.BusURL(b), "--node-netns", nodePath,
 		"--hostname-override", "proxy-bench", "--metrics-bind-address", "")

@@ -37,7 +37,7 @@ func schedulerAPI(b *testing.B, nodes, pods int) {
 	var rates, createRates []float64
 	for iter := 0; iter < b.N; iter++ {
 		b.StopTimer()
-		s := harness.StartServer(b, "", "--disable-controller-manager")
+		s := harness.StartServer(b, "", "--disable-controller-manager", "--disable-admission-plugins=ServiceAccount")
 		cfg := s.RESTConfig(b)
 		cfg.QPS, cfg.Burst = -1, 0
 		cfg.ContentType = "application/vnd.kubernetes.protobuf"

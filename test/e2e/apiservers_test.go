@@ -219,7 +219,7 @@ func freeLoopbackPort(t testing.TB) int {
 func startServerWithEtcdPort(t testing.TB) (*harness.Server, string) {
 	t.Helper()
 	port := freeLoopbackPort(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", "--etcd-client-port", strconv.Itoa(port))
+	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", noServiceAccounts, "--etcd-client-port", strconv.Itoa(port))
 	return s, fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 

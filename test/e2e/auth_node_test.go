@@ -144,7 +144,7 @@ func TestIntegrationAuthNodeCredentials(t *testing.T) {
 // refuses the fourth with upstream's "exceeded quota".
 func TestIntegrationAuthAdmission(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", apiOnly...)
+	s := harness.StartServer(t, "", "--disable-scheduler")
 	cs := s.Clientset(t)
 	ctx := context.Background()
 	restricted := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "locked", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}

@@ -255,7 +255,7 @@ func wantForbidden(t testing.TB, err error, want string) {
 // be deleted.
 func TestIntegrationAuthSystemNamespaces(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", apiOnly...)
+	s := harness.StartServer(t, "", "--disable-scheduler")
 	cs := s.Clientset(t)
 	ctx := context.Background()
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}}, metav1.CreateOptions{}); err != nil {

@@ -100,7 +100,7 @@ var shortLease = []string{"--leader-elect-lease-duration=4s", "--leader-elect-re
 // ever created twice.
 func TestIntegrationControllerManagerHA(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler")
+	s := harness.StartServer(t, "", apiOnly...)
 	cs := s.Clientset(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -183,7 +183,7 @@ func TestIntegrationControllerManagerHA(t *testing.T) {
 // LIST calls on the API server and reconciles again.
 func TestIntegrationControllerManagerRestartWithoutLists(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler")
+	s := harness.StartServer(t, "", apiOnly...)
 	cs := s.Clientset(t)
 	ctx := context.Background()
 	kcm := harness.StartControllerManager(t, s, shortLease...)

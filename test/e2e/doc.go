@@ -7,5 +7,12 @@ package e2e
 // apiOnly starts `kubebus server` without its controller-manager and
 // scheduler: the API server's tests check the API's own semantics, which
 // components acting on the same objects (creating ReplicaSets, writing
-// status, binding pods) would blur.
-var apiOnly = []string{"--disable-controller-manager", "--disable-scheduler"}
+// status, binding pods) would blur. Without the controller-manager no
+// namespace gets its default ServiceAccount, so the ServiceAccount
+// admission plugin, which requires one for every pod, is off too, as
+// upstream's API integration tests run.
+var apiOnly = []string{"--disable-controller-manager", "--disable-scheduler", noServiceAccounts}
+
+// noServiceAccounts goes with --disable-controller-manager wherever a test
+// creates pods.
+const noServiceAccounts = "--disable-admission-plugins=ServiceAccount"

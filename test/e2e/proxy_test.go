@@ -23,7 +23,7 @@ import (
 func TestIntegrationProxyProgramsFromBus(t *testing.T) {
 	harness.SkipShort(t)
 	ns := harness.NodeNetNS(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager")
+	s := harness.StartServer(t, "", "--disable-controller-manager", noServiceAccounts)
 	cs := s.Clientset(t)
 	ctx := context.Background()
 	harness.StartProcess(t, "proxy", "--nats-url", s.BusURL(t), "--node-netns", ns, "--hostname-override", "proxy-e2e", "--metrics-bind-address", "")
@@ -81,7 +81,7 @@ func TestIntegrationProxyProgramsFromBus(t *testing.T) {
 func TestIntegrationProxyIPv6FromBus(t *testing.T) {
 	harness.SkipShort(t)
 	ns := harness.NodeNetNS(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--service-cluster-ip-range", "fd00:10:96::/112")
+	s := harness.StartServer(t, "", "--disable-controller-manager", noServiceAccounts, "--service-cluster-ip-range", "fd00:10:96::/112")
 	cs := s.Clientset(t)
 	ctx := context.Background()
 	harness.StartProcess(t, "proxy", "--nats-url", s.BusURL(t), "--node-netns", ns, "--hostname-override", "proxy-e2e6", "--metrics-bind-address", "")

@@ -66,7 +66,7 @@ func newProxyBed(t *testing.T) *proxyBed {
 	podB.ServeHTTP(t, net.JoinHostPort(proxyPodB, strconv.Itoa(proxyBackPort)), "pod-b")
 	pb.client = client.Dialer(t)
 
-	pb.s = harness.StartServer(t, "", "--disable-controller-manager")
+	pb.s = harness.StartServer(t, "", "--disable-controller-manager", noServiceAccounts)
 	pb.cs = pb.s.Clientset(t)
 	pb.metricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freeLoopbackPort(t)))
 	pb.proxy = harness.StartProcess(t, "proxy", "--nats-url", pb.s.BusURL(t), "--node-netns", nodePath,

@@ -178,7 +178,7 @@ func TestIntegrationSchedulerHA(t *testing.T) {
 		nodes  = 20
 		killAt = 150
 	)
-	s := harness.StartServer(t, "", "--disable-scheduler", "--disable-controller-manager")
+	s := harness.StartServer(t, "", "--disable-scheduler", "--disable-controller-manager", noServiceAccounts)
 	cs := s.Clientset(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -155,7 +155,7 @@ func TestIntegrationSchedulerNeverOvercommits(t *testing.T) {
 	t.Logf("seed %d (set KUBEBUS_TEST_SEED to replay)", seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
-	s := harness.StartServer(t, "", "--disable-controller-manager")
+	s := harness.StartServer(t, "", "--disable-controller-manager", noServiceAccounts)
 	cfg := s.RESTConfig(t)
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cs, err := kubernetes.NewForConfig(cfg)

@@ -179,7 +179,7 @@ func (b *bindWatch) check(t *testing.T) {
 
 func TestIntegrationScheduler(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager")
+	s := harness.StartServer(t, "", "--disable-controller-manager", noServiceAccounts)
 	cs := s.Clientset(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
