@@ -149,9 +149,9 @@ func aggregateToViewRules() []rbacv1.PolicyRule {
 	}
 }
 
-// nodeRules are what a kubelet does. The Node authorizer narrows reads of
-// secrets, configmaps, volumes and ServiceAccount tokens to the pods bound
-// to the node.
+// nodeRules are what a kubelet does beyond what the Node authorizer
+// grants from its graph (the secrets, configmaps, volume claims and
+// ServiceAccount tokens of the node's own pods).
 func nodeRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		// Checking API access; these creates change nothing.
@@ -171,12 +171,10 @@ func nodeRules() []rbacv1.PolicyRule {
 		newRule("create", "delete").groups(legacyGroup).resources("pods").rule(),
 		newRule("update", "patch").groups(legacyGroup).resources("pods/status").rule(),
 		newRule("create").groups(legacyGroup).resources("pods/eviction").rule(),
-		// What pods use: secrets and configmaps (volumes, environment,
-		// image pull secrets), volumes and ServiceAccount tokens.
-		newRule(read...).groups(legacyGroup).resources("secrets", "configmaps").rule(),
-		newRule("get").groups(legacyGroup).resources("persistentvolumeclaims", "persistentvolumes").rule(),
-		newRule("get", "update", "patch").groups(legacyGroup).resources("persistentvolumeclaims/status").rule(),
-		newRule("create").groups(legacyGroup).resources("serviceaccounts/token").rule(),
+		// What pods use (secrets and configmaps, volume claims and
+		// ServiceAccount tokens) is not here: the Node authorizer allows
+		// exactly those its pods reference. This role is bound to every
+		// node (group system:nodes), so anything here is every node's.
 		// Certificates: the kubelet's client and serving certificates.
 		newRule("create", "get", "list", "watch").groups(certificatesGroup).resources("certificatesigningrequests").rule(),
 		// The node's heartbeat in kube-node-lease.

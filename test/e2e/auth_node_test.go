@@ -254,8 +254,9 @@ func TestIntegrationAuthSecretsAtRest(t *testing.T) {
 // TestIntegrationAuthPodToken: on the real local node, a pod's projected
 // ServiceAccount token reaches the API server through the kubernetes
 // Service (the proxy's DNAT to the API server's address in the node's
-// network namespace) and may list pods in its namespace only once a
-// RoleBinding allows it.
+// network namespace), the server's certificate verifying against the
+// projected ca.crt for the Service's address, and may list pods in its
+// namespace only once a RoleBinding allows it.
 func TestIntegrationAuthPodToken(t *testing.T) {
 	s, _ := harness.StartServerWithNode(t)
 	cs := s.Clientset(t)
@@ -264,13 +265,20 @@ func TestIntegrationAuthPodToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDefaultSA(t, cs, "apps")
-	const dir = "/var/run/secrets/kubernetes.io/serviceaccount"
-	script := `for i in $(seq 1 60); do ` +
-		`if wget -q -O /tmp/out --no-check-certificate --header "Authorization: Bearer $(cat ` + dir + `/token)" ` +
-		`"https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/$(cat ` + dir + `/namespace)/pods" 2>/tmp/err; ` +
-		`then echo "STATUS 200"; cat /tmp/out; else echo "STATUS $(cat /tmp/err)"; fi; sleep 1; done; sleep 3600`
+	// The client is client-go's in-cluster configuration (the token and CA
+	// of the projected volume, KUBERNETES_SERVICE_HOST and _PORT), built
+	// here and handed to the busybox pod through a hostPath volume.
+	bin := filepath.Join(t.TempDir(), "incluster")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/incluster")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the in-cluster client: %v\n%s", err, out)
+	}
+	hostDir := corev1.HostPathDirectory
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "client"}, Spec: corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "c", Image: "busybox:latest", ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sh", "-c", script}}}}}
+		Volumes: []corev1.Volume{{Name: "bin", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: filepath.Dir(bin), Type: &hostDir}}}},
+		Containers: []corev1.Container{{Name: "c", Image: "busybox:latest", ImagePullPolicy: corev1.PullIfNotPresent,
+			Command: []string{"/client/incluster"}, VolumeMounts: []corev1.VolumeMount{{Name: "bin", MountPath: "/client", ReadOnly: true}}}}}}
 	created, err := cs.CoreV1().Pods("apps").Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +297,7 @@ func TestIntegrationAuthPodToken(t *testing.T) {
 		return string(b)
 	}
 	harness.Eventually(t, 90*time.Second, func() error {
-		if l := logs(); !strings.Contains(l, "403 Forbidden") {
+		if l := logs(); !strings.Contains(l, `pods is forbidden: User "system:serviceaccount:apps:default" cannot list resource "pods" in API group "" in the namespace "apps"`) {
 			return fmt.Errorf("no 403 from the API server yet:\n%s", l)
 		}
 		return nil
@@ -301,7 +309,7 @@ func TestIntegrationAuthPodToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, 60*time.Second, func() error {
-		if l := logs(); !strings.Contains(l, "STATUS 200") || !strings.Contains(l, `"name":"client"`) {
+		if l := logs(); !strings.Contains(l, "STATUS 200 client") {
 			return fmt.Errorf("the pod has not listed its namespace's pods yet:\n%s", l)
 		}
 		return nil
