@@ -83,6 +83,8 @@ func (s ServiceAccount) Admit(ctx context.Context, req *auth.AdmissionRequest) e
 	}
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = DefaultServiceAccountName
+		// The deprecated alias follows, as the stored v1 pod has both.
+		pod.Spec.DeprecatedServiceAccount = DefaultServiceAccountName
 	}
 	sa, err := s.account(ctx, req.Attributes.Namespace, pod.Spec.ServiceAccountName)
 	if err != nil {

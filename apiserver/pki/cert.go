@@ -232,10 +232,10 @@ func encodePair(der []byte, key *ecdsa.PrivateKey) (*keyPair, error) {
 // leaves a key that does not match the certificate, which readPair reports
 // and the caller repairs by issuing again.
 func writePair(certFile, keyFile string, kp *keyPair) error {
-	if err := writeFileAtomic(keyFile, kp.keyPEM, keyMode); err != nil {
+	if err := WriteFileAtomic(keyFile, kp.keyPEM, keyMode); err != nil {
 		return err
 	}
-	return writeFileAtomic(certFile, kp.certPEM, certMode)
+	return WriteFileAtomic(certFile, kp.certPEM, certMode)
 }
 
 // readPair reads and parses a certificate and its key and checks that they

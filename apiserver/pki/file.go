@@ -13,10 +13,10 @@ const (
 	dirMode  os.FileMode = 0o700
 )
 
-// writeFileAtomic writes data to path with mode perm by writing a temporary
+// WriteFileAtomic writes data to path with mode perm by writing a temporary
 // file in the same directory and renaming it over path, so a reader sees
 // either the old content or the new, never a partial file.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

@@ -76,7 +76,7 @@ func WriteKubeconfig(path, serverURL string, b *Bundle, certFile, keyFile string
 	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
 		return fmt.Errorf("creating kubeconfig directory: %w", err)
 	}
-	if err := writeFileAtomic(path, data, keyMode); err != nil {
+	if err := WriteFileAtomic(path, data, keyMode); err != nil {
 		return fmt.Errorf("writing kubeconfig: %w", err)
 	}
 	return nil

@@ -88,17 +88,7 @@ func cacheOf[T runtime.Object](c *authCaches, js jetstream.JetStream, instance s
 
 // Run runs every cache until ctx ends.
 func (c *authCaches) Run(ctx context.Context) error {
-	errc := make(chan error, len(c.all))
-	for _, i := range c.all {
-		go func(i cacheRunner) { errc <- i.Run(ctx) }(i)
-	}
-	var first error
-	for range c.all {
-		if err := <-errc; err != nil && first == nil && ctx.Err() == nil {
-			first = err
-		}
-	}
-	return first
+	return informer.RunAll(ctx, c.all)
 }
 
 // WaitForSync waits until every cache has loaded.

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kubebus/kubebus/apiserver/pki"
+
 	"k8s.io/client-go/util/keyutil"
 )
 
@@ -63,7 +65,7 @@ func LoadOrCreateKey(dir string) (*rsa.PrivateKey, error) {
 	if err := writePublicKey(dir, &key.PublicKey); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(keyPath, pemKey, keyMode); err != nil {
+	if err := pki.WriteFileAtomic(keyPath, pemKey, keyMode); err != nil {
 		return nil, err
 	}
 	return key, nil
@@ -102,7 +104,7 @@ func writePublicKey(dir string, pub *rsa.PublicKey) error {
 		return fmt.Errorf("encoding service account public key: %w", err)
 	}
 	data := pem.EncodeToMemory(&pem.Block{Type: keyutil.PublicKeyBlockType, Bytes: der})
-	return writeFileAtomic(filepath.Join(dir, PublicKeyFile), data, pubMode)
+	return pki.WriteFileAtomic(filepath.Join(dir, PublicKeyFile), data, pubMode)
 }
 
 // keyID derives the key id upstream puts in a token's kid header and in
@@ -115,37 +117,4 @@ func keyID(pub crypto.PublicKey) (string, error) {
 	}
 	sum := sha256.Sum256(der)
 	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
-}
-
-// writeFileAtomic writes data to path with mode perm through a temporary
-// file in the same directory renamed over path, so a reader never sees a
-// partial key.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("creating temporary file for %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("setting mode of %s: %w", tmp, err)
-	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", tmp, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("renaming %s to %s: %w", tmp, path, err)
-	}
-	return nil
 }

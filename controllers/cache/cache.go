@@ -161,17 +161,7 @@ func ownerUIDs[T metav1.Object](obj T) []string {
 
 // Run runs every informer until ctx ends.
 func (inf *Informers) Run(ctx context.Context) error {
-	errc := make(chan error, len(inf.all))
-	for _, i := range inf.all {
-		go func(i runner) { errc <- i.Run(ctx) }(i)
-	}
-	var first error
-	for range inf.all {
-		if err := <-errc; err != nil && first == nil && ctx.Err() == nil {
-			first = err
-		}
-	}
-	return first
+	return informer.RunAll(ctx, inf.all)
 }
 
 // HasSynced reports whether every informer has loaded its state.

@@ -245,7 +245,7 @@ func wantForbidden(t testing.TB, err error, want string) {
 		return
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, "Forbidden") || !strings.Contains(msg, want) {
+	if !strings.Contains(strings.ToLower(msg), "forbidden") || !strings.Contains(msg, want) {
 		t.Errorf("want Forbidden with %q, got:\n%s", want, msg)
 	}
 }

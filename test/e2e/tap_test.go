@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubebus/kubebus/cmd/kubebus/app"
 	"github.com/kubebus/kubebus/test/harness"
@@ -86,14 +87,25 @@ func TestIntegrationTap(t *testing.T) {
 		t.Fatal(err)
 	}
 	record(cm.ResourceVersion)
-	if err := cms.Delete(ctx, "tap-4", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	after, err := cms.List(ctx, metav1.ListOptions{})
+	// The delete's revision, from a watch (a list's revision may be newer:
+	// controllers write elsewhere meanwhile).
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion, FieldSelector: "metadata.name=tap-4"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	record(after.ResourceVersion) // the delete is the newest change
+	defer w.Stop()
+	if err := cms.Delete(ctx, "tap-4", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if ev.Type != watch.Deleted {
+			t.Fatalf("watch of tap-4: %s, want DELETED", ev.Type)
+		}
+		record(ev.Object.(*corev1.ConfigMap).ResourceVersion)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no DELETED event for tap-4")
+	}
 
 	url := s.BusURL(t)
 	var recs []map[string]any
@@ -126,7 +138,7 @@ func TestIntegrationTap(t *testing.T) {
 		t.Errorf("last event is %v, want DELETED", recs[21]["type"])
 	}
 	// The same through the API server, for a user with only a kubeconfig.
-	remote := tapJSON(t, s.Kubeconfig, "--resource", "configmaps", "-n", "default")
+	remote := withoutRootCA(tapJSON(t, s.Kubeconfig, "--resource", "configmaps", "-n", "default"))
 	if len(remote) != len(want) {
 		t.Fatalf("tap --kubeconfig printed %d events, want %d", len(remote), len(want))
 	}
