@@ -45,6 +45,7 @@ func TestValidatePodSpecDetails(t *testing.T) {
 			}}})
 		}, []want{invalid("spec.volumes[0].projected.sources[1].secret.items[0].path"), notFound(c0 + ".volumeMounts[0].name")}},
 		{"projected token lifetime", func(p *corev1.Pod) {
+			p.Spec.ServiceAccountName = "default" // what the ServiceAccount admission plugin sets
 			p.Spec.Volumes[0] = corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 				DefaultMode: new(int32(0o644)),
 				Sources:     []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: new(int64(60))}}},

@@ -26,7 +26,7 @@ const ns = "ep-test"
 // start runs the Endpoints controller against a fresh server.
 func start(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler") // this test runs the controller under test itself
+	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", harness.NoServiceAccounts) // this test runs the controller under test itself
 	cs := s.Clientset(t)
 	nc, js, err := bus.Connect(s.BusURL(t), "endpoints-test")
 	if err != nil {

@@ -27,7 +27,7 @@ const ns = "eps-test"
 // start runs the EndpointSlice controller against a fresh server.
 func start(t *testing.T, maxPerSlice int) kubernetes.Interface {
 	t.Helper()
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler") // this test runs the controller under test itself
+	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", harness.NoServiceAccounts) // this test runs the controller under test itself
 	cs := s.Clientset(t)
 	nc, js, err := bus.Connect(s.BusURL(t), "endpointslice-test")
 	if err != nil {

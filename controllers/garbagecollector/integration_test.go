@@ -203,7 +203,7 @@ func ownerUIDs(m *metav1.ObjectMeta) []types.UID {
 
 func TestIntegrationGarbageCollector(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler") // this test runs the controller under test itself
+	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", harness.NoServiceAccounts) // this test runs the controller under test itself
 	gc := startGC(t, s)
 	kubectl := harness.Kubectl(t)
 

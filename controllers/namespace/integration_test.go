@@ -181,7 +181,7 @@ func (e *env) empty(t *testing.T, ns string) {
 
 func TestIntegrationNamespaceDeletion(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler") // this test runs the controller under test itself
+	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", harness.NoServiceAccounts) // this test runs the controller under test itself
 	e := start(t, s, false)
 	kubectl := harness.Kubectl(t)
 
@@ -260,7 +260,7 @@ func gone(t *testing.T, e *env, ns string) {
 // finalizers says so in its conditions, as upstream.
 func TestIntegrationNamespaceConditions(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler") // this test runs the controller under test itself
+	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", harness.NoServiceAccounts) // this test runs the controller under test itself
 	e := start(t, s, true)
 	const hold = "test.kubebus.io/hold"
 	e.populate(t, "held", hold)

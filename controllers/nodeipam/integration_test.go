@@ -21,7 +21,7 @@ import (
 
 func TestIntegrationNodeIPAM(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler") // this test runs the controller under test itself
+	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", harness.NoServiceAccounts) // this test runs the controller under test itself
 	cs := s.Clientset(t)
 	ctx := context.Background()
 

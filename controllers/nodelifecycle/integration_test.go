@@ -149,7 +149,7 @@ func readyOf(n *corev1.Node) *corev1.NodeCondition {
 
 func TestIntegrationNodeLifecycle(t *testing.T) {
 	harness.SkipShort(t)
-	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler") // this test runs the controller under test itself
+	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", harness.NoServiceAccounts) // this test runs the controller under test itself
 	cs := s.Clientset(t)
 	ctx := context.Background()
 

@@ -27,7 +27,7 @@ import (
 
 // noServerKCM keeps `kubebus server` from running its own controller-manager:
 // the test runs the controllers under test itself.
-var noServerKCM = []string{"--disable-controller-manager", "--disable-scheduler"}
+var noServerKCM = []string{"--disable-controller-manager", "--disable-scheduler", harness.NoServiceAccounts}
 
 // startController runs the ReplicaSet controller on bus-fed caches under a
 // Manager until the test ends.

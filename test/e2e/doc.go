@@ -4,6 +4,8 @@
 // TestIntegration... and skips under -short; the manifests live in testdata.
 package e2e
 
+import "github.com/kubebus/kubebus/test/harness"
+
 // apiOnly starts `kubebus server` without its controller-manager and
 // scheduler: the API server's tests check the API's own semantics, which
 // components acting on the same objects (creating ReplicaSets, writing
@@ -15,4 +17,4 @@ var apiOnly = []string{"--disable-controller-manager", "--disable-scheduler", no
 
 // noServiceAccounts goes with --disable-controller-manager wherever a test
 // creates pods.
-const noServiceAccounts = "--disable-admission-plugins=ServiceAccount"
+const noServiceAccounts = harness.NoServiceAccounts

@@ -103,3 +103,10 @@ func NodeKubeconfig(t testing.TB, s *Server, name string) string {
 	}
 	return out
 }
+
+// NoServiceAccounts is the flag a server started with
+// --disable-controller-manager needs where its test creates pods: no
+// controller makes the namespaces' default ServiceAccounts, which the
+// ServiceAccount admission plugin requires of every pod, so the plugin is
+// turned off, as upstream's integration tests run the API server.
+const NoServiceAccounts = "--disable-admission-plugins=ServiceAccount"
