@@ -24,10 +24,13 @@ import (
 	"github.com/kubebus/kubebus/test/harness"
 )
 
-// builtin lists every resource the server serves, as the collector takes them.
+// builtin lists every resource the server stores, as the collector takes them.
 func builtin() []Resource {
 	var out []Resource
 	for _, r := range resource.Builtin() {
+		if r.CreateOnly {
+			continue
+		}
 		out = append(out, Resource{Group: r.GVK.Group, Version: r.GVK.Version, Resource: r.Plural, Kind: r.GVK.Kind, Namespaced: r.Namespaced})
 	}
 	return out
