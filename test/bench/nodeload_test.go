@@ -135,11 +135,18 @@ func createPods(ctx context.Context, b *testing.B, cs kubernetes.Interface, ns s
 	return lat
 }
 
+// createNamespace creates ns and waits for its default ServiceAccount (the
+// controller-manager makes it; pods wait for it in admission), so that a
+// workload is measured in a namespace as users have it.
 func createNamespace(ctx context.Context, b *testing.B, cs kubernetes.Interface, ns string) {
 	b.Helper()
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
+	harness.Eventually(b, 30*time.Second, func() error {
+		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
 }
 
 // BenchmarkNodeLoadCreates: 32 goroutines sharing one connection create

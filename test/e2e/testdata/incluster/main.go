@@ -1,13 +1,17 @@
 // Command incluster is an in-cluster client for the e2e tests: run in a
 // pod, it finds the API server as client-go's in-cluster configuration
-// does (KUBERNETES_SERVICE_HOST and _PORT, the projected token and CA) and
-// lists the pods of its namespace once a second, printing "STATUS 200"
-// and their names, or "STATUS" and the error.
+// does (KUBERNETES_SERVICE_HOST and _PORT, the projected token and CA),
+// addresses it as https://kubernetes.default.svc (the name taken to the
+// Service's address here, as cluster DNS would; the server's certificate
+// must be valid for the name) and lists the pods of its namespace once a
+// second, printing "STATUS 200" and their names, or "STATUS" and the
+// error.
 package main
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +26,16 @@ func main() {
 	if err != nil {
 		fmt.Println("STATUS no in-cluster config:", err)
 		os.Exit(1)
+	}
+	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+	named := net.JoinHostPort("kubernetes.default.svc", port)
+	cfg.Host = "https://" + named
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == named {
+			addr = net.JoinHostPort(host, port)
+		}
+		return d.DialContext(ctx, network, addr)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
