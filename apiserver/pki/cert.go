@@ -264,6 +264,20 @@ func readPair(certFile, keyFile string) (*keyPair, error) {
 	return &keyPair{cert: cert, key: key, certPEM: certPEM, keyPEM: keyPEM}, nil
 }
 
+// readCert reads a certificate without its key (the CA, where the key is
+// not held).
+func readCert(certFile string) (*keyPair, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading certificate: %w", err)
+	}
+	cert, err := parseCert(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("certificate %s: %w", certFile, err)
+	}
+	return &keyPair{cert: cert, certPEM: certPEM}, nil
+}
+
 func parseCert(data []byte) (*x509.Certificate, error) {
 	for {
 		var b *pem.Block

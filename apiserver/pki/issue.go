@@ -31,6 +31,9 @@ func Load(dir string) (*Bundle, error) {
 	if _, err := os.Stat(b.CAFile); err != nil {
 		return nil, fmt.Errorf("pki: no CA in %s: %w", dir, err)
 	}
+	if _, err := os.Stat(b.CAKeyFile); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNoCAKey, b.CAKeyFile)
+	}
 	// The certificate exists, so this loads and never creates.
 	ca, err := loadOrCreateCA(b.CAFile, b.CAKeyFile, b.clock())
 	if err != nil {

@@ -90,3 +90,37 @@ func TestIssueClientTo(t *testing.T) {
 		t.Error("a Bundle without a CA issued")
 	}
 }
+
+// TestEnsureWithoutCAKey: a process that does not hold the CA's key (a
+// split deployment's API server) keeps the certificates `kubebus certs`
+// issued, and cannot issue new ones.
+func TestEnsureWithoutCAKey(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Dir: t.TempDir(), Hosts: []string{"localhost", "127.0.0.1"}}
+	b, err := Ensure(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.IssueClient("kube-apiserver-kubelet-client", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(b.CAKeyFile); err != nil {
+		t.Fatal(err)
+	}
+	keyless, err := Ensure(cfg)
+	if err != nil {
+		t.Fatalf("Ensure without the CA key, certificates in place: %v", err)
+	}
+	if _, _, err := keyless.IssueClient("kube-apiserver-kubelet-client", nil); err != nil {
+		t.Errorf("a valid client certificate without the CA key: %v", err)
+	}
+	if _, _, err := keyless.IssueClient("someone-new", nil); !errors.Is(err, ErrNoCAKey) {
+		t.Errorf("issuing a new certificate without the CA key = %v, want ErrNoCAKey", err)
+	}
+	if _, err := Ensure(Config{Dir: cfg.Dir, Hosts: []string{"other.example"}}); !errors.Is(err, ErrNoCAKey) {
+		t.Errorf("new serving names without the CA key = %v, want ErrNoCAKey", err)
+	}
+	if _, err := os.Stat(b.CAKeyFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a CA key appeared: %v", err)
+	}
+}

@@ -35,9 +35,12 @@ const (
 	clientPrefix    = "client-"
 )
 
-// ErrNoCAKey means the CA certificate exists but its key does not. The CA
-// is not replaced, since clients trust it; restore the key, or remove the
-// certificate to start a new CA that every client must then trust afresh.
+// ErrNoCAKey means the CA certificate exists but its key does not, and a
+// certificate had to be issued. The CA is not replaced, since clients trust
+// it; issue the certificate where the key is (kubebus certs), restore the
+// key, or remove the certificate to start a new CA that every client must
+// then trust afresh. Without the key, Ensure keeps the valid leaves it
+// finds: a process that does not sign runs without the CA's key.
 var ErrNoCAKey = errors.New("pki: CA certificate present but its key is missing")
 
 // Config says where the files live and which names the server answers to.
@@ -137,10 +140,16 @@ func loadOrCreateCA(certFile, keyFile string, now time.Time) (*keyPair, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("checking CA certificate: %w", err)
 	}
-	if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNoCAKey, keyFile)
+	var ca *keyPair
+	var err error
+	if _, statErr := os.Stat(keyFile); errors.Is(statErr, os.ErrNotExist) {
+		// A process that does not sign (a split deployment's API server)
+		// holds only the CA certificate: it verifies, and keeps the leaves
+		// `kubebus certs` issued, but issues none itself.
+		ca, err = readCert(certFile)
+	} else {
+		ca, err = readPair(certFile, keyFile)
 	}
-	ca, err := readPair(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("loading CA: %w", err)
 	}
@@ -159,10 +168,17 @@ func loadOrCreateCA(certFile, keyFile string, now time.Time) (*keyPair, error) {
 // unreadable or mismatched is replaced like a stale one: it is ours to
 // remake, unlike the CA.
 func ensureLeaf(certFile, keyFile string, ca *keyPair, spec leafSpec, now time.Time) error {
-	if kp, err := readPair(certFile, keyFile); err == nil && checkLeaf(kp, ca, spec, now) == nil {
+	kp, err := readPair(certFile, keyFile)
+	if err == nil {
+		err = checkLeaf(kp, ca, spec, now)
+	}
+	if err == nil {
 		return nil
 	}
-	kp, err := newLeaf(ca, spec, now)
+	if ca.key == nil {
+		return fmt.Errorf("%w: %s cannot be issued here (%v); issue it where the key is, with kubebus certs", ErrNoCAKey, certFile, err)
+	}
+	kp, err = newLeaf(ca, spec, now)
 	if err != nil {
 		return err
 	}

@@ -324,3 +324,42 @@ func runKubebus(t testing.TB, args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, harness.Binary(t), args...).CombinedOutput()
 	return string(out), err
 }
+
+// TestIntegrationAPIServerWithoutCAKey: in a split deployment the API
+// server holds no CA key: `kubebus certs` makes its certificates and the
+// ServiceAccount key beforehand, and it serves with a copy of the PKI
+// directory that lacks ca.key, creating none.
+func TestIntegrationAPIServerWithoutCAKey(t *testing.T) {
+	harness.SkipShort(t)
+	full := t.TempDir()
+	if out, err := runKubebus(t, "certs", "--pki-dir", full); err != nil {
+		t.Fatalf("kubebus certs: %v\n%s", err, out)
+	}
+	keyless := t.TempDir()
+	entries, err := os.ReadDir(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == "ca.key" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(full, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(keyless, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	etcd := harness.StartEtcd(t)
+	nats := harness.StartNATS(t)
+	a := harness.StartAPIServer(t, etcd.Endpoint, nats.URL(), keyless)
+	out, err := exec.Command(harness.Kubectl(t), "--kubeconfig", a.Kubeconfig(), "get", "namespace", "kube-system", "-o", "name").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "namespace/kube-system" {
+		t.Fatalf("kubectl against the API server without the CA key: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(keyless, "ca.key")); !os.IsNotExist(err) {
+		t.Errorf("the API server made a CA key: %v", err)
+	}
+}

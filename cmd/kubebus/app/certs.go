@@ -8,7 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/apiserver/pki"
+	"github.com/kubebus/kubebus/apiserver/serve"
+	"github.com/kubebus/kubebus/apiserver/serviceaccount"
+	"github.com/kubebus/kubebus/apiserver/servicealloc"
 )
 
 // newCertsCmd is `kubebus certs`: the cluster CA and the credentials of a
@@ -16,8 +20,8 @@ import (
 // `kubeadm kubeconfig user`.
 func newCertsCmd() *cobra.Command {
 	var (
-		pkiDir string
-		hosts  []string
+		pkiDir, svcRange, advertise string
+		hosts                       []string
 	)
 	cmd := &cobra.Command{
 		Use:   "certs",
@@ -27,9 +31,13 @@ serving certificate for --hosts (serving.crt, serving.key) and the admin
 client certificate (admin.crt, admin.key), or keep those that are there and
 still valid. The CA is never replaced.
 
-For a split deployment: run it once, give kubebus apiserver the same
---pki-dir and the same names (--tls-hosts), and the controller-manager the
-CA to sign with (ca.crt and ca.key: the only component that needs the key).
+For a split deployment: run it once, give kubebus apiserver a copy of
+--pki-dir without ca.key and the same names (--tls-hosts,
+--service-cluster-ip-range, --advertise-address): it keeps the certificates
+made here (also the one it shows kubelets, and the ServiceAccount signing
+key sa.key that every API server must share) and issues none. Give the
+controller-manager the CA to sign with (ca.crt and ca.key: the only
+component that needs the key).
 Every other component gets a kubeconfig of its own identity from
 ` + "`kubebus certs kubeconfig`" + `; a kubelet, for instance:
 
@@ -40,19 +48,32 @@ and requests its serving certificate through the CertificateSigningRequest
 API.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := pki.Ensure(pki.Config{Dir: pkiDir, Hosts: hosts})
+			// The same names the API server ensures (its hosts, the
+			// kubernetes Service's names and address, the advertised
+			// address), so an API server without the CA key keeps them.
+			b, err := pki.Ensure(pki.Config{Dir: pkiDir, Hosts: serve.ServingHosts(hosts, svcRange, advertise)})
 			if err != nil {
 				return err
 			}
+			kcert, kkey, err := b.IssueClient(apiserver.KubeletClientUser, nil)
+			if err != nil {
+				return err
+			}
+			// The ServiceAccount signing key every API server shares.
+			if _, err := serviceaccount.LoadOrCreateKey(pkiDir); err != nil {
+				return err
+			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "CA: %s %s\nAPI server: %s %s\nadmin: %s %s\n",
-				b.CAFile, b.CAKeyFile, b.ServingCertFile, b.ServingKeyFile, b.AdminCertFile, b.AdminKeyFile)
+			fmt.Fprintf(out, "CA: %s %s\nAPI server: %s %s\nAPI server to kubelets: %s %s\nadmin: %s %s\n",
+				b.CAFile, b.CAKeyFile, b.ServingCertFile, b.ServingKeyFile, kcert, kkey, b.AdminCertFile, b.AdminKeyFile)
 			return nil
 		},
 	}
 	cmd.PersistentFlags().StringVar(&pkiDir, "pki-dir", "", "directory of the cluster CA (created 0700 if missing)")
 	_ = cmd.MarkPersistentFlagRequired("pki-dir")
 	cmd.Flags().StringSliceVar(&hosts, "hosts", []string{"localhost", "127.0.0.1", "::1"}, "DNS names and IP addresses of the API server's serving certificate")
+	cmd.Flags().StringVar(&svcRange, "service-cluster-ip-range", servicealloc.DefaultClusterIPRange, "the API server's service range (the kubernetes Service's address is in the serving certificate)")
+	cmd.Flags().StringVar(&advertise, "advertise-address", "", "the API server's advertised address, when it has one")
 	cmd.AddCommand(newCertsClientCmd(&pkiDir), newCertsKubeconfigCmd(&pkiDir))
 	return cmd
 }
