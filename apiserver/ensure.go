@@ -53,28 +53,21 @@ func (s *Server) Ensure(ctx context.Context, gvr schema.GroupVersionResource, de
 	case reconcile == nil:
 		return nil
 	}
-	updated, changed, err := reconcile(cur)
+	_, changed, err := reconcile(cur)
 	if errors.Is(err, ErrRecreate) {
 		return s.recreate(ctx, res, keyFor(res, ns, name), kv.ModRevision, desired)
 	}
 	if err != nil || !changed {
 		return err
 	}
+	// The swap reconciles what is stored when it runs (the read above may
+	// be stale); an unchanged result is a no-op update.
 	_, err = s.guaranteedUpdate(ctx, res, ns, name, "", false, func(latest runtime.Object) (runtime.Object, error) {
-		lm, _ := meta.Accessor(latest)
-		um, _ := meta.Accessor(updated)
-		if lm.GetResourceVersion() != um.GetResourceVersion() {
-			// Changed since we read it: reconcile the latest instead.
-			u, changed, err := reconcile(latest)
-			if err != nil {
-				return nil, err
-			}
-			if !changed {
-				return latest, nil
-			}
-			return u, nil
+		u, changed, err := reconcile(latest)
+		if err != nil || !changed {
+			return latest, err
 		}
-		return updated.DeepCopyObject(), nil
+		return u, nil
 	})
 	if apierrors.IsConflict(err) {
 		return nil // another API server reconciled it at the same time

@@ -122,7 +122,7 @@ func (s *Server) reconcileKubernetesService(ctx context.Context, k KubernetesSer
 		TypeMeta:   metav1.TypeMeta{Kind: "Endpoints", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault, Labels: map[string]string{discoveryv1.LabelSkipMirror: "true"}},
 	}
-	var slices_ []*discoveryv1.EndpointSlice
+	var epSlices []*discoveryv1.EndpointSlice
 	for _, p := range ports {
 		hosts := byPort[p]
 		slices.Sort(hosts)
@@ -133,7 +133,7 @@ func (s *Server) reconcileKubernetesService(ctx context.Context, k KubernetesSer
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Ports:       []discoveryv1.EndpointPort{{Name: ptr("https"), Port: ptr(p), Protocol: ptr(corev1.ProtocolTCP)}},
 		}
-		if len(slices_) > 0 {
+		if len(epSlices) > 0 {
 			sl.Name = fmt.Sprintf("kubernetes-%d", p)
 		}
 		for _, h := range hosts {
@@ -144,13 +144,13 @@ func (s *Server) reconcileKubernetesService(ctx context.Context, k KubernetesSer
 			sl.AddressType = discoveryv1.AddressTypeIPv6
 		}
 		ep.Subsets = append(ep.Subsets, ss)
-		slices_ = append(slices_, sl)
+		epSlices = append(epSlices, sl)
 	}
 	if err := s.Ensure(ctx, corev1.SchemeGroupVersion.WithResource("endpoints"), ep, replaceField(ep, func(o runtime.Object) any { return o.(*corev1.Endpoints).Subsets },
 		func(o runtime.Object) { o.(*corev1.Endpoints).Subsets = ep.Subsets })); err != nil {
 		return fmt.Errorf("endpoints: %w", err)
 	}
-	for _, sl := range slices_ {
+	for _, sl := range epSlices {
 		if err := s.Ensure(ctx, discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), sl, replaceField(sl, func(o runtime.Object) any {
 			e := o.(*discoveryv1.EndpointSlice)
 			return []any{e.Endpoints, e.Ports, e.AddressType}

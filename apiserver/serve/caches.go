@@ -36,59 +36,71 @@ type authCaches struct {
 type cacheRunner interface {
 	Run(ctx context.Context) error
 	WaitForSync(ctx context.Context) error
-	Revision() int64
+	HasSynced() bool
 }
 
 // apiServerComponent names the API server's durable bus consumers.
 const apiServerComponent = "kube-apiserver"
 
+const rbacGroup = "rbac.authorization.k8s.io"
+
 func newAuthCaches(js jetstream.JetStream, instance string, log *slog.Logger, reg prometheus.Registerer) (*authCaches, error) {
 	c := &authCaches{}
-	var err error
-	add := func(e error) {
-		if err == nil && e != nil {
-			err = e
-		}
-	}
-	c.roles, err = cacheOf(c, js, instance, log, reg, "rbac.authorization.k8s.io", "roles", func() *rbacv1.Role { return &rbacv1.Role{} })
-	var e error
-	c.clusterRoles, e = cacheOf(c, js, instance, log, reg, "rbac.authorization.k8s.io", "clusterroles", func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} })
-	add(e)
-	c.roleBindings, e = cacheOf(c, js, instance, log, reg, "rbac.authorization.k8s.io", "rolebindings", func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} })
-	add(e)
-	c.clusterRoleBindings, e = cacheOf(c, js, instance, log, reg, "rbac.authorization.k8s.io", "clusterrolebindings", func() *rbacv1.ClusterRoleBinding { return &rbacv1.ClusterRoleBinding{} })
-	add(e)
-	c.pods, e = cacheOf(c, js, instance, log, reg, "", "pods", func() *corev1.Pod { return &corev1.Pod{} })
-	add(e)
-	c.namespaces, e = cacheOf(c, js, instance, log, reg, "", "namespaces", func() *corev1.Namespace { return &corev1.Namespace{} })
-	add(e)
-	c.serviceAccounts, e = cacheOf(c, js, instance, log, reg, "", "serviceaccounts", func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} })
-	add(e)
-	c.limitRanges, e = cacheOf(c, js, instance, log, reg, "", "limitranges", func() *corev1.LimitRange { return &corev1.LimitRange{} })
-	add(e)
-	c.quotas, e = cacheOf(c, js, instance, log, reg, "", "resourcequotas", func() *corev1.ResourceQuota { return &corev1.ResourceQuota{} })
-	add(e)
-	if err != nil {
-		return nil, err
+	b := &cacheBuilder{c: c, js: js, instance: instance, log: log, reg: reg}
+	c.roles = cacheOf(b, rbacGroup, "roles", func() *rbacv1.Role { return &rbacv1.Role{} })
+	c.clusterRoles = cacheOf(b, rbacGroup, "clusterroles", func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} })
+	c.roleBindings = cacheOf(b, rbacGroup, "rolebindings", func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} })
+	c.clusterRoleBindings = cacheOf(b, rbacGroup, "clusterrolebindings", func() *rbacv1.ClusterRoleBinding { return &rbacv1.ClusterRoleBinding{} })
+	c.pods = cacheOf(b, "", "pods", func() *corev1.Pod { return &corev1.Pod{} })
+	c.namespaces = cacheOf(b, "", "namespaces", func() *corev1.Namespace { return &corev1.Namespace{} })
+	c.serviceAccounts = cacheOf(b, "", "serviceaccounts", func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} })
+	c.limitRanges = cacheOf(b, "", "limitranges", func() *corev1.LimitRange { return &corev1.LimitRange{} })
+	c.quotas = cacheOf(b, "", "resourcequotas", func() *corev1.ResourceQuota { return &corev1.ResourceQuota{} })
+	if b.err != nil {
+		return nil, b.err
 	}
 	return c, nil
 }
 
-func cacheOf[T runtime.Object](c *authCaches, js jetstream.JetStream, instance string, log *slog.Logger, reg prometheus.Registerer, group, resource string, newObj func() T) (*informer.Informer[T], error) {
+// cacheBuilder makes the caches, remembering the first error.
+type cacheBuilder struct {
+	c        *authCaches
+	js       jetstream.JetStream
+	instance string
+	log      *slog.Logger
+	reg      prometheus.Registerer
+	err      error
+}
+
+func cacheOf[T runtime.Object](b *cacheBuilder, group, resource string, newObj func() T) *informer.Informer[T] {
+	if b.err != nil {
+		return nil
+	}
 	i, err := informer.New(informer.Config[T]{
-		JetStream: js, Component: apiServerComponent, Instance: instance,
-		Group: group, Resource: resource, New: newObj, Logger: log, Metrics: reg,
+		JetStream: b.js, Component: apiServerComponent, Instance: b.instance,
+		Group: group, Resource: resource, New: newObj, Logger: b.log, Metrics: b.reg,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating the %s cache: %w", resource, err)
+		b.err = fmt.Errorf("creating the %s cache: %w", resource, err)
+		return nil
 	}
-	c.all = append(c.all, i)
-	return i, nil
+	b.c.all = append(b.c.all, i)
+	return i
 }
 
 // Run runs every cache until ctx ends.
 func (c *authCaches) Run(ctx context.Context) error {
 	return informer.RunAll(ctx, c.all)
+}
+
+// HasSynced reports whether every cache has loaded.
+func (c *authCaches) HasSynced() bool {
+	for _, i := range c.all {
+		if !i.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 // WaitForSync waits until every cache has loaded.

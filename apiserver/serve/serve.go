@@ -169,10 +169,8 @@ func Run(ctx context.Context, o Options) error {
 		}()
 		defer func() { stopCaches(); <-cachesDone }()
 		checks["authorization-cache"] = func(context.Context) error {
-			for _, c := range caches.all {
-				if r, ok := c.(interface{ HasSynced() bool }); ok && !r.HasSynced() {
-					return errors.New("the authorization caches have not loaded")
-				}
+			if !caches.HasSynced() {
+				return errors.New("the authorization caches have not loaded")
 			}
 			return nil
 		}
