@@ -35,7 +35,7 @@ func TestIntegrationPriorityAndQOS(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 	srv, err := apiserver.New(apiserver.Config{Store: store, Resources: apiresource.Builtin(),
 		Logger:    slog.New(slog.DiscardHandler),
-		Admission: admission.Chain{admission.Priority{Classes: admission.StoredPriorityClasses{Store: store}}}})
+		Admission: admission.Chain{admission.Priority{Classes: &admission.StoredPriorityClasses{Store: store}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -287,7 +287,7 @@ func (f fakeKV) List(_ context.Context, prefix, _ string, _, _ int64) (storage.P
 func TestStoredPriorityClasses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := StoredPriorityClasses{Store: fakeKV{
+	s := &StoredPriorityClasses{Store: fakeKV{
 		"/registry/scheduling.k8s.io/priorityclasses/high": `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high"},"value":1000,"preemptionPolicy":"Never"}`,
 		"/registry/scheduling.k8s.io/priorityclasses/dflt": `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"dflt"},"value":5,"globalDefault":true}`,
 		"/registry/core/pods/default/high":                 `{"kind":"Pod"}`,
@@ -309,7 +309,7 @@ func TestStoredPriorityClasses(t *testing.T) {
 	if len(list) != 2 {
 		t.Errorf("List returned %d classes, want 2", len(list))
 	}
-	bad := StoredPriorityClasses{Store: fakeKV{"/registry/scheduling.k8s.io/priorityclasses/bad": `{"value":"x"}`}}
+	bad := &StoredPriorityClasses{Store: fakeKV{"/registry/scheduling.k8s.io/priorityclasses/bad": `{"value":"x"}`}}
 	if _, err := bad.Get(ctx, "bad"); err == nil || !strings.Contains(err.Error(), "decoding stored") {
 		t.Errorf("Get(bad) err = %v, want a decoding error", err)
 	}
@@ -332,7 +332,7 @@ func (l localKV) ListSerializable(ctx context.Context, prefix string) (storage.P
 
 func TestStoredPriorityClassesListsFromTheLocalMember(t *testing.T) {
 	t.Parallel()
-	s := StoredPriorityClasses{Store: localKV{fakeKV{
+	s := &StoredPriorityClasses{Store: localKV{fakeKV{
 		"/registry/scheduling.k8s.io/priorityclasses/dflt": `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"dflt"},"value":5,"globalDefault":true}`,
 	}}}
 	list, err := s.List(context.Background())
@@ -341,5 +341,67 @@ func TestStoredPriorityClassesListsFromTheLocalMember(t *testing.T) {
 	}
 	if len(list) != 1 || list[0].Name != "dflt" || !list[0].GlobalDefault {
 		t.Errorf("List = %+v, want the one default class", list)
+	}
+}
+
+// revKV is a one-prefix store whose values carry revisions.
+type revKV map[string]storage.KV
+
+func (r revKV) Get(_ context.Context, key string) (storage.KV, error) {
+	kv, ok := r[key]
+	if !ok {
+		return storage.KV{}, storage.ErrNotFound
+	}
+	return kv, nil
+}
+
+func (r revKV) List(_ context.Context, prefix, _ string, _, _ int64) (storage.Page, error) {
+	var p storage.Page
+	for k, kv := range r {
+		if strings.HasPrefix(k, prefix) {
+			p.KVs = append(p.KVs, kv)
+		}
+	}
+	return p, nil
+}
+
+// TestStoredPriorityClassesDecodeEachRevisionOnce: a class read again at
+// the same revision is the decoding made before; a new revision is decoded
+// anew, so a changed class is seen at once; a deleted class is forgotten.
+func TestStoredPriorityClassesDecodeEachRevisionOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const key = "/registry/scheduling.k8s.io/priorityclasses/high"
+	store := revKV{key: {Key: key, ModRevision: 7, Value: []byte(`{"metadata":{"name":"high"},"value":1000}`)}}
+	s := &StoredPriorityClasses{Store: store}
+	first, err := s.Get(ctx, "high")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Get(ctx, "high")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first || len(listed) != 1 || listed[0] != first {
+		t.Fatalf("revision 7 was decoded more than once: %p %p %v", first, again, listed)
+	}
+	store[key] = storage.KV{Key: key, ModRevision: 9, Value: []byte(`{"metadata":{"name":"high"},"value":2000}`)}
+	changed, err := s.Get(ctx, "high")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed == first || changed.Value != 2000 {
+		t.Fatalf("after an update Get = %+v, want the new value 2000", changed)
+	}
+	delete(store, key)
+	if _, err := s.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.decoded) != 0 {
+		t.Errorf("a deleted class is still remembered: %v", s.decoded)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 
@@ -33,14 +34,27 @@ type serializableLister interface {
 // global default) from the local member when the store can, which on the
 // embedded single-member etcd sees every acknowledged write without the
 // quorum round that would otherwise sit in front of every such create.
+//
+// The reads stay fresh, but decoding is not repeated: a class whose stored
+// revision is the one decoded before is served from that decoding. The
+// classes returned are shared and must not be modified.
 type StoredPriorityClasses struct {
 	Store KVReader
+
+	mu      sync.Mutex
+	decoded map[string]decodedClass // by key
 }
 
-var _ PriorityClasses = StoredPriorityClasses{}
+// decodedClass is a class as decoded from the stored revision rev.
+type decodedClass struct {
+	rev int64
+	pc  *schedulingv1.PriorityClass
+}
+
+var _ PriorityClasses = (*StoredPriorityClasses)(nil)
 
 // Get implements PriorityClasses.
-func (s StoredPriorityClasses) Get(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
+func (s *StoredPriorityClasses) Get(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
 	kv, err := s.Store.Get(ctx, priorityClassPrefix+name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrNoPriorityClass, name)
@@ -48,11 +62,13 @@ func (s StoredPriorityClasses) Get(ctx context.Context, name string) (*schedulin
 	if err != nil {
 		return nil, err
 	}
-	return decodeClass(kv)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.decode(kv)
 }
 
 // List implements PriorityClasses.
-func (s StoredPriorityClasses) List(ctx context.Context) ([]*schedulingv1.PriorityClass, error) {
+func (s *StoredPriorityClasses) List(ctx context.Context) ([]*schedulingv1.PriorityClass, error) {
 	var page storage.Page
 	var err error
 	if sl, ok := s.Store.(serializableLister); ok {
@@ -63,15 +79,42 @@ func (s StoredPriorityClasses) List(ctx context.Context) ([]*schedulingv1.Priori
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := make([]*schedulingv1.PriorityClass, 0, len(page.KVs))
+	listed := make(map[string]bool, len(page.KVs))
 	for _, kv := range page.KVs {
-		pc, err := decodeClass(kv)
+		pc, err := s.decode(kv)
 		if err != nil {
 			return nil, err
 		}
+		listed[kv.Key] = true
 		out = append(out, pc)
 	}
+	// Forget the classes that are gone.
+	for k := range s.decoded {
+		if !listed[k] {
+			delete(s.decoded, k)
+		}
+	}
 	return out, nil
+}
+
+// decode returns the class stored in kv, decoding it only when its revision
+// is not the one decoded last. s.mu must be held.
+func (s *StoredPriorityClasses) decode(kv storage.KV) (*schedulingv1.PriorityClass, error) {
+	if d, ok := s.decoded[kv.Key]; ok && d.rev == kv.ModRevision && kv.ModRevision != 0 {
+		return d.pc, nil
+	}
+	pc, err := decodeClass(kv)
+	if err != nil {
+		return nil, err
+	}
+	if s.decoded == nil {
+		s.decoded = map[string]decodedClass{}
+	}
+	s.decoded[kv.Key] = decodedClass{rev: kv.ModRevision, pc: pc}
+	return pc, nil
 }
 
 func decodeClass(kv storage.KV) (*schedulingv1.PriorityClass, error) {

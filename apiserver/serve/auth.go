@@ -147,7 +147,7 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches) (*security
 	}
 	chain, err := admission.Build(names, admission.Deps{
 		Namespaces: sec.objects, ServiceAccounts: sec.objects, Pods: sec.objects, Nodes: sec.objects,
-		PriorityClasses: admission.StoredPriorityClasses{Store: store},
+		PriorityClasses: &admission.StoredPriorityClasses{Store: store},
 		Factories: map[string]func() (auth.Admitter, error){
 			admission.PluginLimitRanger: func() (auth.Admitter, error) { return admission.NewLimitRanger(sec.objects), nil },
 			admission.PluginResourceQuota: func() (auth.Admitter, error) {
