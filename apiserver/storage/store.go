@@ -2,8 +2,11 @@ package storage
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -44,11 +47,22 @@ type Config struct {
 	// write and decrypts them on every read (see package encryption).
 	// Values of Side keys are stored as given.
 	Transformer Transformer
+	// CAFile verifies the members' serving certificates (the system roots
+	// when empty); CertFile and KeyFile are the client certificate the
+	// members require. Any of them makes every endpoint need https.
+	CAFile, CertFile, KeyFile string
 }
 
 func (c *Config) validate() error {
 	if len(c.Endpoints) == 0 {
 		return errors.New("storage: no etcd endpoints")
+	}
+	if c.CAFile != "" || c.CertFile != "" || c.KeyFile != "" {
+		for _, ep := range c.Endpoints {
+			if !strings.HasPrefix(ep, "https://") {
+				return fmt.Errorf("storage: etcd endpoint %s is not https, but TLS files are given", ep)
+			}
+		}
 	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 5 * time.Second
@@ -68,9 +82,14 @@ func New(cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	tlsCfg, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:          cfg.Endpoints,
 		DialTimeout:        cfg.DialTimeout,
+		TLS:                tlsCfg,
 		Logger:             zap.NewNop(),
 		MaxCallSendMsgSize: 8 << 20,
 		MaxCallRecvMsgSize: 1 << 30,
@@ -83,6 +102,35 @@ func New(cfg Config) (*Store, error) {
 		obs = func(string, time.Duration) {}
 	}
 	return &Store{cli: cli, observe: obs, tr: cfg.Transformer}, nil
+}
+
+// tlsConfig loads the TLS files; nil when none is given.
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	if c.CAFile == "" && c.CertFile == "" && c.KeyFile == "" {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("storage: reading etcd CA file: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("storage: etcd CA file %s holds no PEM certificate", c.CAFile)
+		}
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return nil, errors.New("storage: an etcd client certificate needs both a certificate and a key file")
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("storage: loading etcd client certificate %s with key %s: %w", c.CertFile, c.KeyFile, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
 }
 
 // Close releases the connection.
