@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubebus/kubebus/internal/crash"
 )
 
 // Request names the object to reconcile.
@@ -174,13 +175,14 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 	return true
 }
 
-// reconcileSafely turns a panic in a reconciler into an error.
+// reconcileSafely turns a panic in a reconciler into an error (logged with
+// its stack and counted in kubebus_panics_total{component="controller"}),
+// so the key is retried with backoff and the other keys go on.
 func (c *Controller) reconcileSafely(ctx context.Context, req Request) (res Result, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("reconciler panicked: %v", v)
-			c.log.Error("reconciler panicked", "key", req.String(), "panic", v)
-		}
-	}()
-	return c.reconciler.Reconcile(ctx, req)
+	err = crash.Do(c.log, "controller", c.Name, req.String(), func() error {
+		var rerr error
+		res, rerr = c.reconciler.Reconcile(ctx, req)
+		return rerr
+	})
+	return res, err
 }

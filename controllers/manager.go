@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kubebus/kubebus/internal/crash"
 )
 
 // Cache is an informer the manager runs and waits for.
@@ -177,9 +179,37 @@ func (m *Manager) lead(lctx context.Context) {
 	var wg sync.WaitGroup
 	for _, r := range m.runnables {
 		wg.Add(1)
-		go func(r Runnable) { defer wg.Done(); r.Run(lctx) }(r)
+		go func(r Runnable) { defer wg.Done(); m.runSafely(lctx, r) }(r)
 	}
 	wg.Wait()
+}
+
+// Restarts of a runnable that panicked wait this long, doubling up to
+// maxRestartDelay.
+const (
+	restartDelay    = 500 * time.Millisecond
+	maxRestartDelay = time.Minute
+)
+
+// runSafely runs r until lctx ends. A panic in r is recovered (logged with
+// its stack, counted in kubebus_panics_total{component="manager"}) and r
+// runs again after a backoff, so the other runnables and the process go
+// on.
+func (m *Manager) runSafely(lctx context.Context, r Runnable) {
+	where := fmt.Sprintf("%T", r)
+	delay := restartDelay
+	for {
+		err := crash.Do(m.Logger, "manager", where, "", func() error { r.Run(lctx); return nil })
+		if err == nil || lctx.Err() != nil {
+			return
+		}
+		select {
+		case <-lctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, maxRestartDelay)
+	}
 }
 
 // ErrNotLeader may be returned by writers that notice they lost the lease.

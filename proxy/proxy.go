@@ -18,6 +18,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/kubebus/kubebus/bus/informer"
+	"github.com/kubebus/kubebus/internal/crash"
 	"github.com/kubebus/kubebus/proxy/rules"
 )
 
@@ -113,6 +114,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	p := &proxy{cfg: cfg, changes: make(chan struct{}, 1), metrics: newMetrics(cfg.Metrics)}
+	if err := crash.Register(cfg.Metrics); err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
 	services, slices := cfg.Services, cfg.EndpointSlices
 	var own []interface{ Run(context.Context) error }
 	if services == nil || slices == nil {
@@ -183,7 +187,10 @@ func (p *proxy) loop(ctx context.Context) error {
 		default:
 		}
 		last = time.Now()
-		if err := p.sync(ctx); err != nil {
+		// A panic while building or applying the rules is logged with its
+		// stack and counted (kubebus_panics_total{component="proxy"}),
+		// then handled as a failed sync: retried after MinSyncPeriod.
+		if err := crash.Do(p.cfg.Logger, "proxy", "sync", "", func() error { return p.sync(ctx) }); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

@@ -2,13 +2,22 @@ package admission
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
+	"github.com/kubebus/kubebus/internal/crash"
 )
 
 // Chain runs admitters in order; the first error rejects the write and stops
 // the chain. A later admitter sees what earlier ones mutated. A nil or empty
-// chain admits everything.
+// chain admits everything. An admitter that panics rejects that write alone
+// with a 500 InternalError; the panic is logged with its stack and counted
+// in kubebus_panics_total{component="admission",where=<plugin>}.
 type Chain []auth.Admitter
 
 var _ auth.Admitter = Chain(nil)
@@ -19,9 +28,41 @@ func (c Chain) Admit(ctx context.Context, req *auth.AdmissionRequest) error {
 		if a == nil {
 			continue
 		}
-		if err := a.Admit(ctx, req); err != nil {
+		if err := admitSafely(ctx, a, req); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// admitSafely runs one admitter, turning its panic into an InternalError.
+// The panic is logged through slog.Default(): a Chain has no logger.
+func admitSafely(ctx context.Context, a auth.Admitter, req *auth.AdmissionRequest) error {
+	name := pluginName(a)
+	err := crash.Do(slog.Default(), "admission", name, requestKey(req), func() error { return a.Admit(ctx, req) })
+	if pe := (*crash.Error)(nil); errors.As(err, &pe) {
+		return apierrors.NewInternalError(fmt.Errorf("admission plugin %s failed", name))
+	}
+	return err
+}
+
+// pluginName is the admitter's type name without its package and pointer
+// (PodSecurity, LimitRanger...).
+func pluginName(a auth.Admitter) string {
+	name := strings.TrimLeft(fmt.Sprintf("%T", a), "*")
+	return name[strings.LastIndexByte(name, '.')+1:]
+}
+
+// requestKey names the object of a request for the log.
+func requestKey(req *auth.AdmissionRequest) string {
+	key := req.Attributes.Resource
+	if req.Subresource != "" {
+		key += "/" + req.Subresource
+	}
+	if req.Attributes.Namespace != "" {
+		key += " " + req.Attributes.Namespace + "/" + req.Attributes.Name
+	} else {
+		key += " " + req.Attributes.Name
+	}
+	return string(req.Operation) + " " + key
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubebus/kubebus/internal/crash"
 	"github.com/kubebus/kubebus/kubelet/pods"
 	"github.com/kubebus/kubebus/kubelet/prober"
 	"github.com/kubebus/kubebus/kubelet/runtime"
@@ -365,8 +366,9 @@ func fingerprint(sbs []runtime.Sandbox, cs []runtime.Container) string {
 	return b.String()
 }
 
-// every runs fn every period until ctx ends.
-func (k *Kubelet) every(ctx context.Context, period time.Duration, fn func(context.Context)) {
+// every runs fn every period until ctx ends; where names fn in the panic
+// log and kubebus_panics_total.
+func (k *Kubelet) every(ctx context.Context, where string, period time.Duration, fn func(context.Context)) {
 	t := k.cfg.Clock.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -374,7 +376,8 @@ func (k *Kubelet) every(ctx context.Context, period time.Duration, fn func(conte
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			fn(ctx)
+			// A panic is logged and counted; the next tick runs fn again.
+			_ = crash.Do(k.log, "kubelet", where, "", func() error { fn(ctx); return nil })
 		}
 	}
 }

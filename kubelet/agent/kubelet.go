@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/internal/crash"
 	"github.com/kubebus/kubebus/kubelet/pods"
 	"github.com/kubebus/kubebus/kubelet/pods/volumes"
 	"github.com/kubebus/kubebus/kubelet/prober"
@@ -133,11 +134,11 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.log.Debug("kubelet syncing pods", "workers", k.cfg.Workers)
 	for range k.cfg.Workers {
 		wg.Add(1)
-		go func() { defer wg.Done(); k.work(ctx) }()
+		go func() { defer wg.Done(); k.work(ctx, k.syncPod) }()
 	}
 	wg.Add(2)
-	go func() { defer wg.Done(); k.every(ctx, k.cfg.RelistPeriod, k.relist) }()
-	go func() { defer wg.Done(); k.every(ctx, k.cfg.ImageGCPeriod, k.imageGC) }()
+	go func() { defer wg.Done(); k.every(ctx, "relist", k.cfg.RelistPeriod, k.relist) }()
+	go func() { defer wg.Done(); k.every(ctx, "imageGC", k.cfg.ImageGCPeriod, k.imageGC) }()
 	var first error
 	select {
 	case <-ctx.Done():
@@ -214,13 +215,17 @@ func (k *Kubelet) pod(uid types.UID) *corev1.Pod {
 	return k.pods[uid]
 }
 
-func (k *Kubelet) work(ctx context.Context) {
+// work syncs the queued pods with sync (k.syncPod) until the queue shuts
+// down. A panic in sync is recovered, logged with its stack and counted in
+// kubebus_panics_total{component="kubelet",where="syncPod"}: the pod is
+// retried with backoff and the worker goes on.
+func (k *Kubelet) work(ctx context.Context, sync func(context.Context, types.UID) error) {
 	for {
 		uid, quit := k.q.Get()
 		if quit {
 			return
 		}
-		err := k.syncPod(ctx, uid)
+		err := crash.Do(k.log, "kubelet", "syncPod", string(uid), func() error { return sync(ctx, uid) })
 		switch {
 		case err == nil:
 			k.q.Forget(uid)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubebus/kubebus/apiserver/defaults"
+	"github.com/kubebus/kubebus/internal/crash"
 )
 
 // Annotations of static pods, as upstream.
@@ -156,15 +157,17 @@ func (s *staticSource) load() error {
 func (s *staticSource) run(ctx context.Context) {
 	t := s.k.cfg.Clock.NewTicker(staticPeriod)
 	defer t.Stop()
+	// A panic in either step is logged and counted (kubebus_panics_total
+	// {component="kubelet"}) and the step runs again on the next round.
 	for {
-		if err := s.syncMirrors(ctx); err != nil && ctx.Err() == nil {
+		if err := crash.Do(s.k.log, "kubelet", "syncMirrors", "", func() error { return s.syncMirrors(ctx) }); err != nil && ctx.Err() == nil {
 			s.k.log.Warn("syncing mirror pods", "err", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			if err := s.load(); err != nil {
+			if err := crash.Do(s.k.log, "kubelet", "loadStatic", s.dir, s.load); err != nil {
 				s.k.log.Warn("reading static pods", "dir", s.dir, "err", err)
 			}
 		case <-s.kickCh:

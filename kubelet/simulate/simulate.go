@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubebus/kubebus/bus/informer"
+	"github.com/kubebus/kubebus/internal/crash"
 	"github.com/kubebus/kubebus/kubelet/certs"
 	"github.com/kubebus/kubebus/kubelet/node"
 	"github.com/kubebus/kubebus/kubelet/server"
@@ -196,12 +197,14 @@ func (s *syncer) work(ctx context.Context) {
 		if quit {
 			return
 		}
-		err := s.sync(ctx, k)
+		err := crash.Do(s.cfg.Logger, "kubelet-simulated", "syncPod", k.namespace+"/"+k.name, func() error { return s.sync(ctx, k) })
 		switch {
 		case err == nil:
 			s.q.Forget(k)
 		case errors.Is(err, errNotRegistered):
 			s.q.AddAfter(k, time.Second)
+		case errors.As(err, new(*crash.Error)):
+			s.q.AddRateLimited(k) // logged and counted already
 		default:
 			if ctx.Err() == nil && !apierrors.IsConflict(err) {
 				s.cfg.Logger.Warn("syncing a pod", "node", s.nodes[k.node].agent.Config.Name, "pod", k.namespace+"/"+k.name, "err", err)

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -266,10 +267,16 @@ func Parallelize(workers, n int, fn func(i int)) {
 	chunk := max(8, n/(workers*4))
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var panicked atomic.Pointer[WorkerPanic]
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					panicked.CompareAndSwap(nil, &WorkerPanic{Value: v, Stack: debug.Stack()})
+				}
+			}()
 			for {
 				start := int(next.Add(int64(chunk))) - chunk
 				if start >= n {
@@ -282,4 +289,20 @@ func Parallelize(workers, n int, fn func(i int)) {
 		}()
 	}
 	wg.Wait()
+	if p := panicked.Load(); p != nil {
+		// A worker's panic would end the process: hand it to the caller's
+		// goroutine, whose recovery (the scheduler's loop) can handle it.
+		panic(p)
+	}
+}
+
+// WorkerPanic is what Parallelize panics with when fn panicked on one of
+// its worker goroutines: the worker's panic value and stack.
+type WorkerPanic struct {
+	Value any
+	Stack []byte
+}
+
+func (p *WorkerPanic) String() string {
+	return fmt.Sprintf("%v [on a Parallelize worker; its stack:\n%s]", p.Value, p.Stack)
 }

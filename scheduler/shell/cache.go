@@ -9,27 +9,22 @@ import (
 
 // addHandlers keeps the snapshot and the queue from the informers. The
 // handlers run on the informers' goroutines; the snapshot is touched only
-// under s.mu, between cycles.
+// under s.mu, between cycles, and released even when a handler panics
+// (the informer recovers it and goes on).
 func (s *Scheduler) addHandlers() {
 	s.nodes.AddHandler(informer.HandlerFuncs[*corev1.Node]{
 		AddFunc: func(n *corev1.Node) {
-			s.mu.Lock()
-			s.snap.AddNode(n)
-			s.mu.Unlock()
+			s.withSnap(func() { s.snap.AddNode(n) })
 			s.queue.MoveAll()
 		},
 		UpdateFunc: func(old, n *corev1.Node) {
-			s.mu.Lock()
-			s.snap.UpdateNode(n)
-			s.mu.Unlock()
+			s.withSnap(func() { s.snap.UpdateNode(n) })
 			if nodeChanged(old, n) {
 				s.queue.MoveAll()
 			}
 		},
 		DeleteFunc: func(n *corev1.Node) {
-			s.mu.Lock()
-			s.snap.RemoveNode(n.Name)
-			s.mu.Unlock()
+			s.withSnap(func() { s.snap.RemoveNode(n.Name) })
 		},
 	})
 	s.pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
@@ -39,20 +34,14 @@ func (s *Scheduler) addHandlers() {
 	})
 	s.namespaces.AddHandler(informer.HandlerFuncs[*corev1.Namespace]{
 		AddFunc: func(ns *corev1.Namespace) {
-			s.mu.Lock()
-			s.snap.SetNamespace(ns)
-			s.mu.Unlock()
+			s.withSnap(func() { s.snap.SetNamespace(ns) })
 		},
 		UpdateFunc: func(_, ns *corev1.Namespace) {
-			s.mu.Lock()
-			s.snap.SetNamespace(ns)
-			s.mu.Unlock()
+			s.withSnap(func() { s.snap.SetNamespace(ns) })
 			s.queue.MoveAll()
 		},
 		DeleteFunc: func(ns *corev1.Namespace) {
-			s.mu.Lock()
-			s.snap.RemoveNamespace(ns.Name)
-			s.mu.Unlock()
+			s.withSnap(func() { s.snap.RemoveNamespace(ns.Name) })
 		},
 	})
 }
@@ -79,9 +68,7 @@ func (s *Scheduler) podChanged(old, p *corev1.Pod) {
 	if p.Spec.NodeName != "" {
 		// Bound (by us or anyone): the cache holds it; an assumed pod is
 		// confirmed. A pod that finished frees its node.
-		s.mu.Lock()
-		s.snap.AddPod(p)
-		s.mu.Unlock()
+		s.withSnap(func() { s.snap.AddPod(p) })
 		s.queue.Delete(p)
 		if terminated(p) && (old == nil || !terminated(old)) {
 			s.queue.MoveAll()
@@ -91,16 +78,17 @@ func (s *Scheduler) podChanged(old, p *corev1.Pod) {
 	if !s.responsible(p) || terminated(p) {
 		return
 	}
-	s.mu.Lock()
-	_, assumed := s.snap.NodeNameOf(p)
-	if !assumed {
-		if n := p.Status.NominatedNodeName; n != "" {
-			s.snap.AddNominatedPod(p, n)
-		} else {
-			s.snap.RemoveNominatedPod(p)
+	var assumed bool
+	s.withSnap(func() {
+		_, assumed = s.snap.NodeNameOf(p)
+		if !assumed {
+			if n := p.Status.NominatedNodeName; n != "" {
+				s.snap.AddNominatedPod(p, n)
+			} else {
+				s.snap.RemoveNominatedPod(p)
+			}
 		}
-	}
-	s.mu.Unlock()
+	})
 	switch {
 	case assumed:
 		// Being bound: an update of the pending object must not queue it
@@ -115,10 +103,11 @@ func (s *Scheduler) podChanged(old, p *corev1.Pod) {
 }
 
 func (s *Scheduler) podDeleted(p *corev1.Pod) {
-	s.mu.Lock()
-	removed := s.snap.RemovePod(p)
-	s.snap.RemoveNominatedPod(p)
-	s.mu.Unlock()
+	var removed bool
+	s.withSnap(func() {
+		removed = s.snap.RemovePod(p)
+		s.snap.RemoveNominatedPod(p)
+	})
 	s.queue.Delete(p)
 	if removed {
 		s.queue.MoveAll()

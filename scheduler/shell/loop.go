@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubebus/kubebus/internal/crash"
 	"github.com/kubebus/kubebus/scheduler/cycle"
 	"github.com/kubebus/kubebus/scheduler/framework"
 	"github.com/kubebus/kubebus/scheduler/queue"
@@ -39,10 +40,34 @@ func (s *Scheduler) Run(ctx context.Context) {
 			<-s.bindSlots
 			return
 		}
-		if !s.scheduleOne(ctx, qp) {
+		if !s.scheduleOneSafely(ctx, qp) {
 			<-s.bindSlots
 		}
 	}
+}
+
+// scheduleOneSafely is scheduleOne with a panic (a plugin's, say)
+// recovered: logged with its stack, counted in
+// kubebus_panics_total{component="scheduler",where="schedule"}, and the
+// pod backs off to be tried again while the loop goes on with the next.
+func (s *Scheduler) scheduleOneSafely(ctx context.Context, qp queue.Queued) (binding bool) {
+	err := crash.Do(s.log, "scheduler", "schedule", qp.Pod.Namespace+"/"+qp.Pod.Name, func() error {
+		binding = s.scheduleOne(ctx, qp)
+		return nil
+	})
+	if err != nil {
+		s.recorder.Event(qp.Pod, corev1.EventTypeWarning, "FailedScheduling", err.Error())
+		s.queue.Backoff(qp)
+		return false
+	}
+	return binding
+}
+
+// withSnap runs f holding s.mu; a panic in f releases it.
+func (s *Scheduler) withSnap(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f()
 }
 
 // scheduleOne runs one cycle for a popped pod and starts its binding,
@@ -55,21 +80,28 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) (binding b
 	}
 	prof := s.profiles[pod.Spec.SchedulerName]
 
-	s.mu.Lock()
-	if _, assumed := s.snap.NodeNameOf(pod); assumed {
-		s.mu.Unlock()
+	var (
+		res        cycle.Result
+		err        error
+		assumed    *corev1.Pod
+		wasAssumed bool
+	)
+	s.withSnap(func() {
+		if _, wasAssumed = s.snap.NodeNameOf(pod); wasAssumed {
+			return
+		}
+		res, err = cycle.Schedule(ctx, prof, s.snap, pod, cycle.Options{StartIndex: s.next, Parallelism: s.parallelism})
+		s.next = res.NextStartIndex
+		if err == nil {
+			assumed = pod.DeepCopy()
+			assumed.Spec.NodeName = res.Node
+			s.snap.AddPod(assumed)
+		}
+	})
+	if wasAssumed {
 		s.queue.Forget(pod)
 		return false
 	}
-	res, err := cycle.Schedule(ctx, prof, s.snap, pod, cycle.Options{StartIndex: s.next, Parallelism: s.parallelism})
-	s.next = res.NextStartIndex
-	var assumed *corev1.Pod
-	if err == nil {
-		assumed = pod.DeepCopy()
-		assumed.Spec.NodeName = res.Node
-		s.snap.AddPod(assumed)
-	}
-	s.mu.Unlock()
 
 	var fit *framework.FitError
 	switch {
@@ -78,7 +110,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) (binding b
 		go func() {
 			defer s.binds.Done()
 			defer func() { <-s.bindSlots }()
-			s.bind(ctx, qp, pod, assumed)
+			s.bindSafely(ctx, qp, pod, assumed)
 		}()
 		return true
 	case errors.As(err, &fit):
@@ -98,6 +130,21 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) (binding b
 	return false
 }
 
+// bindSafely is bind with a panic recovered (logged, counted in
+// kubebus_panics_total{component="scheduler",where="bind"}): the
+// assumption is forgotten and the pod backs off.
+func (s *Scheduler) bindSafely(ctx context.Context, qp queue.Queued, pod, assumed *corev1.Pod) {
+	err := crash.Do(s.log, "scheduler", "bind", pod.Namespace+"/"+pod.Name, func() error {
+		s.bind(ctx, qp, pod, assumed)
+		return nil
+	})
+	if err != nil {
+		s.withSnap(func() { s.snap.RemovePod(assumed) })
+		s.queue.MoveAll()
+		s.queue.Backoff(qp)
+	}
+}
+
 // bind writes the Binding; on failure it forgets the assumption and
 // retries after a backoff.
 func (s *Scheduler) bind(ctx context.Context, qp queue.Queued, pod, assumed *corev1.Pod) {
@@ -106,9 +153,7 @@ func (s *Scheduler) bind(ctx context.Context, qp queue.Queued, pod, assumed *cor
 		Target:     corev1.ObjectReference{Kind: "Node", Name: assumed.Spec.NodeName},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		s.mu.Lock()
-		s.snap.RemovePod(assumed)
-		s.mu.Unlock()
+		s.withSnap(func() { s.snap.RemovePod(assumed) })
 		s.queue.MoveAll() // the room it held is free again
 		if apierrors.IsNotFound(err) {
 			s.queue.Forget(pod)
@@ -187,9 +232,7 @@ func (s *Scheduler) preempt(ctx context.Context, pod *corev1.Pod, res cycle.Resu
 	for _, p := range plan.ClearNominated {
 		s.nominate(ctx, p, "")
 	}
-	s.mu.Lock()
-	s.snap.AddNominatedPod(pod, plan.NominatedNode)
-	s.mu.Unlock()
+	s.withSnap(func() { s.snap.AddNominatedPod(pod, plan.NominatedNode) })
 	return plan.NominatedNode
 }
 
