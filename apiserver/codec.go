@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -22,7 +23,9 @@ import (
 	"github.com/kubebus/kubebus/apiserver/storage"
 )
 
-// maxBodyBytes caps request bodies, as upstream does.
+// maxBodyBytes caps request bodies, as upstream's MaxRequestBodyBytes
+// does (3 MiB): every write's body, patches of all three types included,
+// is read through readBody.
 const maxBodyBytes = 3 << 20
 
 // Storage encoding: JSON of the versioned object with apiVersion and kind,
@@ -92,7 +95,10 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
-	if err != nil {
+	switch {
+	case errors.Is(err, errBodyTimeout):
+		return nil, statusError(http.StatusRequestTimeout, metav1.StatusReasonTimeout, err.Error())
+	case err != nil:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
 	}
 	if len(data) > maxBodyBytes {

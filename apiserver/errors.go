@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,7 +79,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	st.Kind, st.APIVersion = "Status", "v1"
 	if st.Code == http.StatusTooManyRequests || st.Code == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
+		retry := int32(1)
+		if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+			retry = st.Details.RetryAfterSeconds
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(int(retry)))
 	}
 	// In the negotiated encoding, as upstream; JSON when nothing is
 	// acceptable, and JSON for protobuf clients (they decode by Content-Type).

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kubebus/kubebus/internal/crash"
 )
 
 // Metrics are the API server's Prometheus metrics, on a registry of its own.
@@ -16,6 +18,9 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	etcd     *prometheus.HistogramVec
+	// watchRejected counts watches refused because their user held
+	// Config.MaxWatchesPerUser already.
+	watchRejected prometheus.Counter
 }
 
 // NewMetrics creates the metrics with upstream's names.
@@ -36,8 +41,14 @@ func NewMetrics() *Metrics {
 			Help:    "etcd request latency by operation.",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5},
 		}, []string{"operation"}),
+		watchRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kubebus_apiserver_watches_rejected_total",
+			Help: "Watches refused with 429 because their user held the most concurrent watches one user may.",
+		}),
 	}
-	m.Registry.MustRegister(m.requests, m.latency, m.etcd,
+	// Panics recovered anywhere in the process (internal/crash).
+	_ = crash.Register(m.Registry)
+	m.Registry.MustRegister(m.requests, m.latency, m.etcd, m.watchRejected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -19,6 +19,28 @@ import (
 	"github.com/kubebus/kubebus/apiserver/resource"
 )
 
+// Limits on JSON patches, upstream's: a patch of more operations is
+// refused before it is applied, and one whose copy operations would add
+// more bytes than maxJSONPatchCopyBytes fails while being applied, so
+// that doubling an array with copies costs megabytes, not gigabytes.
+// Merge and strategic merge patches cannot grow an object by more than
+// their own size, which readBody caps at maxBodyBytes.
+const (
+	maxJSONPatchOperations = 10000
+	maxJSONPatchCopyBytes  = 3 << 20
+	// maxEchoedPatchBytes is the longest patch a 422 quotes back.
+	maxEchoedPatchBytes = 4 << 10
+)
+
+func init() {
+	// The library's copy limit is process-wide: it has no per-call
+	// option. Upstream sets the same variable at start-up; only ever
+	// lower it, so that a stricter limit set elsewhere stands.
+	if l := jsonpatch.AccumulatedCopySizeLimit; l <= 0 || l > maxJSONPatchCopyBytes {
+		jsonpatch.AccumulatedCopySizeLimit = maxJSONPatchCopyBytes
+	}
+}
+
 // patchRequest is a parsed PATCH.
 type patchRequest struct {
 	typ       types.PatchType
@@ -66,6 +88,9 @@ func applyPatch(pr patchRequest, current []byte, schemaObj any) ([]byte, error) 
 		if p, err = jsonpatch.DecodePatch(pr.body); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch is not a valid JSON patch: %v", err))
 		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
+		}
 		out, err = p.Apply(current)
 	case types.MergePatchType:
 		if !json.Valid(pr.body) {
@@ -93,7 +118,12 @@ func applyPatch(pr patchRequest, current []byte, schemaObj any) ([]byte, error) 
 		if errors.As(err, &se) {
 			return nil, err
 		}
-		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(pr.body), err.Error())})
+		// The patch is the invalid value; one too long to read back is left out.
+		var bad any = string(pr.body)
+		if len(pr.body) > maxEchoedPatchBytes {
+			bad = field.OmitValueType{}
+		}
+		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), bad, err.Error())})
 	}
 	return out, nil
 }

@@ -50,6 +50,16 @@ type Config struct {
 	MaxRequestsInFlight         int
 	MaxMutatingRequestsInFlight int
 	InFlightWait                time.Duration
+	// RequestBodyTimeout bounds how long a client may take to send a
+	// request body, counted from when its headers arrived (default 60s,
+	// upstream's request timeout; negative: no bound). A body still
+	// arriving then fails with 408 and frees the request's in-flight slot.
+	RequestBodyTimeout time.Duration
+	// MaxWatchesPerUser bounds the watches one user holds at once
+	// (default DefaultMaxWatchesPerUser; negative: no bound). Past it a
+	// watch gets 429 with a Retry-After. Members of system:masters, the
+	// API server's own user among them, are not bounded.
+	MaxWatchesPerUser int
 	// Mount adds routes (OpenAPI, logs proxy) to the router.
 	Mount []func(chi.Router)
 	// SelfAuthorized are mounted paths whose handlers authorize requests
@@ -105,6 +115,12 @@ func (c *Config) validate() error {
 	if c.InFlightWait == 0 {
 		c.InFlightWait = 5 * time.Second
 	}
+	if c.RequestBodyTimeout == 0 {
+		c.RequestBodyTimeout = DefaultRequestBodyTimeout
+	}
+	if c.MaxWatchesPerUser == 0 {
+		c.MaxWatchesPerUser = DefaultMaxWatchesPerUser
+	}
 	if c.WatchBookmarkInterval == 0 {
 		c.WatchBookmarkInterval = 10 * time.Second
 	}
@@ -141,6 +157,7 @@ type Server struct {
 	byGVR    map[schema.GroupVersionResource]*resource.Resource
 	readOnly inflight
 	mutating inflight
+	watches  *watchLimit
 	handler  http.Handler
 	kubelet  *http.Client // nil without Config.KubeletTLS
 
@@ -161,6 +178,7 @@ func New(cfg Config) (*Server, error) {
 		ringBudget: newRingBudget(cfg.WatchCacheBytes),
 		readOnly:   newInflight(cfg.MaxRequestsInFlight, cfg.InFlightWait),
 		mutating:   newInflight(cfg.MaxMutatingRequestsInFlight, cfg.InFlightWait),
+		watches:    newWatchLimit(cfg.MaxWatchesPerUser),
 		kubelet:    newKubeletClient(cfg.KubeletTLS),
 	}
 	for _, res := range cfg.Resources {
@@ -179,7 +197,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.authenticate, s.impersonate, s.authorizeNonResource)
+	r.Use(s.recoverer, s.bodyDeadline, s.authenticate, s.impersonate, s.authorizeNonResource)
 	r.Get("/livez", s.serveLive)
 	r.Get("/healthz", s.serveReady)
 	r.Get("/readyz", s.serveReady)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/kubebus/kubebus/apiserver/auth"
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
 )
@@ -105,6 +106,14 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 	if err != nil {
 		return err
 	}
+	release, err := s.watches.acquire(auth.UserFrom(r.Context()))
+	if err != nil {
+		s.cfg.Metrics.watchRejected.Inc()
+		return err
+	}
+	// The watch ends, whether it timed out, the client went away or a
+	// write failed, when this handler returns.
+	defer release()
 	ctx := r.Context()
 	prefix := prefixFor(res, ri.Namespace)
 	var initial []runtime.Object
