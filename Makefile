@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build up test unit e2e bench deps vet fmt clean
+.PHONY: all build up test unit e2e fuzz bench deps vet fmt clean
 
 all: build
 
@@ -36,9 +36,23 @@ deps:
 ## A test whose prerequisite (root, a tool, a kernel feature) is missing fails here instead of skipping.
 test: deps build vet
 	KUBEBUS_REQUIRE_PREREQS=1 KUBEBUS_BIN=$(BIN)/kubebus $(GO) test $(GOTEST_FLAGS) ./...
+	@$(MAKE) --no-print-directory fuzz
 
 unit:
 	$(GO) test -short ./...
+
+## fuzz: run each Go fuzz target for FUZZTIME (-fuzz takes one target per run). Plain `go test`
+## already runs every target on its seeds and its committed corpus (testdata/fuzz/FuzzX/).
+## A failing input is written to that package's testdata/fuzz/FuzzX/ and fails the run.
+FUZZTIME ?= 15s
+FUZZ_TARGETS := ./bus:FuzzDecode ./bus:FuzzSubjects ./bus:FuzzHeaderInt ./bus/tap:FuzzFilterFlags \
+	./apiserver:FuzzDecodeRequest ./apiserver:FuzzApplyPatch ./proxy/rules:FuzzBuild
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; target=$${t#*:}; \
+		echo "fuzzing $$target in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
+	done
 
 e2e: build
 	KUBEBUS_BIN=$(BIN)/kubebus $(GO) test $(GOTEST_FLAGS) ./test/...

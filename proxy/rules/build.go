@@ -242,6 +242,7 @@ func buildService(family Family, svc *corev1.Service, ss []*discoveryv1.Endpoint
 			affinity = time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
 		}
 	}
+	seen := map[string]bool{}
 	for _, sp := range svc.Spec.Ports {
 		proto, ok := protocol(sp.Protocol)
 		if !ok || sp.Port <= 0 || sp.Port > 65535 {
@@ -249,6 +250,14 @@ func buildService(family Family, svc *corev1.Service, ss []*discoveryv1.Endpoint
 			continue
 		}
 		spn := id + "/" + proto.String() + "/" + portName(sp)
+		if seen[spn] {
+			// Validation refuses two ports of one name; a Service that
+			// slipped past it must not give two chains one name, which
+			// would make nft refuse the whole ruleset.
+			p.skipped = append(p.skipped, fmt.Sprintf("service %s port %q: a second %s port of this name", id, sp.Name, proto))
+			continue
+		}
+		seen[spn] = true
 		eps := readyEndpoints(family, ss, sp)
 		nodePort := sp.NodePort > 0 && sp.NodePort <= 65535 && svc.Spec.Type != corev1.ServiceTypeClusterIP
 		if len(eps) == 0 {
