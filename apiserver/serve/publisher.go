@@ -73,6 +73,9 @@ func (s storeSource) Snapshot(ctx context.Context) (int64, []publish.KeyValue, e
 	}
 }
 
+// Revision is etcd's current revision.
+func (s storeSource) Revision(ctx context.Context) (int64, error) { return s.store.Revision(ctx) }
+
 // secretsPrefix is where Secrets are stored.
 const secretsPrefix = storage.RegistryPrefix + "core/secrets/"
 
@@ -88,11 +91,12 @@ func publishable(key string, value []byte) []byte {
 	return redactSecret(value)
 }
 
-// redactSecret returns a stored Secret without its data and stringData,
-// every other field (kind, apiVersion, metadata, type, immutable) as it
-// was. A value that is not a JSON object comes back empty, which the
-// publisher skips (or, for a delete, replaces with the bare key): it must
-// fail closed.
+// redactSecret returns a stored Secret without its data and stringData
+// and without kubectl apply's last-applied-configuration annotation (a
+// copy of the applied Secret, data included), every other field (kind,
+// apiVersion, metadata, type, immutable) as it was. A value that is not a
+// JSON object comes back empty, which the publisher skips (or, for a
+// delete, replaces with the bare key): it must fail closed.
 func redactSecret(value []byte) []byte {
 	if len(value) == 0 {
 		return nil
@@ -103,16 +107,61 @@ func redactSecret(value []byte) []byte {
 	}
 	_, hasData := fields["data"]
 	_, hasStringData := fields["stringData"]
-	if !hasData && !hasStringData {
+	meta, lastApplied, ok := withoutLastApplied(fields["metadata"])
+	if !ok {
+		return nil
+	}
+	if !hasData && !hasStringData && !lastApplied {
 		return value
 	}
 	delete(fields, "data")
 	delete(fields, "stringData")
+	if lastApplied {
+		fields["metadata"] = meta
+	}
 	out, err := json.Marshal(fields)
 	if err != nil {
 		return nil
 	}
 	return out
+}
+
+// lastAppliedAnnotation is where kubectl apply keeps what it applied.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// withoutLastApplied returns metadata without the last-applied annotation,
+// and whether it had one; ok is false when metadata is not an object with
+// string annotations.
+func withoutLastApplied(metadata json.RawMessage) (out json.RawMessage, had, ok bool) {
+	if len(metadata) == 0 || string(metadata) == "null" {
+		return metadata, false, true
+	}
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(metadata, &meta); err != nil || meta == nil {
+		return nil, false, false
+	}
+	raw, found := meta["annotations"]
+	if !found || string(raw) == "null" {
+		return metadata, false, true
+	}
+	var annotations map[string]string
+	if err := json.Unmarshal(raw, &annotations); err != nil {
+		return nil, false, false
+	}
+	if _, had = annotations[lastAppliedAnnotation]; !had {
+		return metadata, false, true
+	}
+	delete(annotations, lastAppliedAnnotation)
+	rest, err := json.Marshal(annotations)
+	if err != nil {
+		return nil, false, false
+	}
+	meta["annotations"] = rest
+	out, err = json.Marshal(meta)
+	if err != nil {
+		return nil, false, false
+	}
+	return out, true, true
 }
 
 // storeElector runs the publisher election in etcd.

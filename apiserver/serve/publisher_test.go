@@ -33,6 +33,13 @@ func TestRedactSecret(t *testing.T) {
 			in:   `{"kind":"Secret","metadata":{"name":"s"},"type":"Opaque"}`,
 			want: map[string]any{"kind": "Secret", "metadata": map[string]any{"name": "s"}, "type": "Opaque"},
 		},
+		{
+			name: "kubectl apply's copy of the Secret goes too",
+			in:   `{"kind":"Secret","metadata":{"name":"s","annotations":{"a":"b","kubectl.kubernetes.io/last-applied-configuration":"{\"data\":{\"k\":\"c2VjcmV0\"}}"}},"data":{"k":"c2VjcmV0"}}`,
+			want: map[string]any{"kind": "Secret", "metadata": map[string]any{"name": "s", "annotations": map[string]any{"a": "b"}}},
+		},
+		{name: "annotations that are not strings", in: `{"kind":"Secret","metadata":{"annotations":{"a":1}}}`},
+		{name: "metadata that is not an object", in: `{"kind":"Secret","metadata":"x"}`},
 		{name: "not JSON", in: `k8s:enc:secretbox:v1:key1:...`},
 		{name: "not an object", in: `["data"]`},
 		{name: "null", in: `null`},

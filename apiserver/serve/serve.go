@@ -26,6 +26,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver/storage"
 	"github.com/kubebus/kubebus/apiserver/storage/encryption"
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/bus/busauth"
 	"github.com/kubebus/kubebus/bus/publish"
 	"github.com/kubebus/kubebus/bus/tap"
 )
@@ -33,7 +34,16 @@ import (
 // Options configure one API server.
 type Options struct {
 	EtcdServers []string
-	NATSURL     string
+	// EtcdCAFile verifies the etcd members' serving certificates, and
+	// EtcdCertFile and EtcdKeyFile are the client certificate they require
+	// (upstream's --etcd-cafile, --etcd-certfile and --etcd-keyfile).
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	NATSURL                               string
+	// NATSCredentials are the API server's bus credentials. The bus lets
+	// its identity (busauth.PublisherUser) publish and manage the streams.
+	// Empty: the CA of PKIDir and a client certificate for
+	// busauth.PublisherUser issued there (kept there without the CA key).
+	NATSCredentials bus.Credentials
 	// BindAddress and Port say where to listen (Port 0 picks a free port).
 	BindAddress string
 	Port        int
@@ -52,6 +62,11 @@ type Options struct {
 	Auth AuthOptions
 	// BusLimits bound the bus's history streams.
 	BusLimits bus.StreamLimits
+	// Limits bound what clients may hold and how long the bus may lag.
+	Limits Limits
+	// ReadyChecks are /readyz checks of the process's own parts (e.g. the
+	// embedded NATS's store), by name, besides the API server's.
+	ReadyChecks map[string]func(context.Context) error
 	// WatchCacheBytes bounds the recent events the REST watch hubs keep,
 	// every resource together (0: apiserver.DefaultWatchCacheBytes).
 	WatchCacheBytes int64
@@ -61,6 +76,21 @@ type Options struct {
 	// their cluster IPs and node ports (empty: 10.96.0.0/12, 30000-32767).
 	ServiceClusterIPRange string
 	ServiceNodePortRange  string
+}
+
+// Limits bound what one client may take of the API server, and say how
+// long the bus may fall behind etcd before /readyz fails. Zero values are
+// the defaults.
+type Limits struct {
+	// RequestBodyTimeout is how long a client may take to send a request
+	// body (apiserver.DefaultRequestBodyTimeout; negative: no limit).
+	RequestBodyTimeout time.Duration
+	// MaxWatchesPerUser is how many watches one user may hold at once
+	// (apiserver.DefaultMaxWatchesPerUser; negative: no limit).
+	MaxWatchesPerUser int
+	// BusStallWindow is how long an etcd revision may stay unpublished
+	// before /readyz fails (publish.DefaultStallWindow).
+	BusStallWindow time.Duration
 }
 
 func (o *Options) validate() error {
@@ -88,7 +118,8 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("apiserver options: %w", err)
 	}
 	metrics := apiserver.NewMetrics()
-	scfg := storage.Config{Endpoints: o.EtcdServers, Observe: metrics.ObserveEtcd}
+	scfg := storage.Config{Endpoints: o.EtcdServers, Observe: metrics.ObserveEtcd,
+		CAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile}
 	if o.Auth.EncryptionProviderConfig != "" {
 		t, err := encryption.Load(o.Auth.EncryptionProviderConfig)
 		if err != nil {
@@ -125,18 +156,28 @@ func Run(ctx context.Context, o Options) error {
 	var runCaches func(context.Context) error
 	var js jetstream.JetStream
 	if o.NATSURL != "" {
-		url := o.NATSURL
-		checks["nats"] = func(ctx context.Context) error { return bus.Ping(ctx, url) }
-		nc, j, err := bus.Connect(o.NATSURL, "kubebus-apiserver")
+		url, creds := o.NATSURL, o.NATSCredentials
+		if creds.CertFile == "" && len(creds.CertData) == 0 {
+			if creds, err = publisherCredentials(bundle, creds); err != nil {
+				return err
+			}
+		}
+		checks["nats"] = func(ctx context.Context) error { return bus.Ping(ctx, url, creds) }
+		nc, j, err := bus.Connect(o.NATSURL, "kubebus-apiserver", creds)
 		if err != nil {
 			return err
 		}
 		js = j
 		defer nc.Close()
 		pub, err := publish.New(publish.Config{Source: storeSource{store}, Elector: newElector(store), JetStream: js, Limits: o.BusLimits,
-			Logger: o.Logger.With("component", "publisher"), Metrics: publish.NewMetrics(metrics.Registry)})
+			StallWindow: o.Limits.BusStallWindow,
+			Logger:      o.Logger.With("component", "publisher"), Metrics: publish.NewMetrics(metrics.Registry)})
 		if err != nil {
 			return err
+		}
+		checks["bus-publisher"] = pub.Ready
+		for name, check := range o.ReadyChecks {
+			checks[name] = check
 		}
 		pctx, stopPub := context.WithCancel(ctx)
 		pubDone := make(chan struct{})
@@ -187,20 +228,22 @@ func Run(ctx context.Context, o Options) error {
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: store, Resources: resources, Logger: o.Logger, Metrics: metrics,
-		Authenticator:   sec.authn,
-		Authorizer:      sec.authz,
-		RuleResolver:    sec.rules,
-		TokenReviewer:   sec.reviewer,
-		TokenIssuer:     sec.issuer,
-		RejectAnonymous: !o.Auth.AnonymousAuth,
-		Allocators:      map[schema.GroupResource]apiserver.Allocator{{Resource: "services"}: svcAlloc},
-		Admission:       sec.admission,
-		ReadyChecks:     checks,
-		Profiling:       o.Auth.Profiling,
-		Mount:           mounts,
-		KubeletTLS:      kubeletTLS,
-		WatchCacheBytes: o.WatchCacheBytes,
-		SelfAuthorized:  selfAuthorized,
+		Authenticator:      sec.authn,
+		Authorizer:         sec.authz,
+		RuleResolver:       sec.rules,
+		TokenReviewer:      sec.reviewer,
+		TokenIssuer:        sec.issuer,
+		RejectAnonymous:    !o.Auth.AnonymousAuth,
+		Allocators:         map[schema.GroupResource]apiserver.Allocator{{Resource: "services"}: svcAlloc},
+		Admission:          sec.admission,
+		ReadyChecks:        checks,
+		RequestBodyTimeout: o.Limits.RequestBodyTimeout,
+		MaxWatchesPerUser:  o.Limits.MaxWatchesPerUser,
+		Profiling:          o.Auth.Profiling,
+		Mount:              mounts,
+		KubeletTLS:         kubeletTLS,
+		WatchCacheBytes:    o.WatchCacheBytes,
+		SelfAuthorized:     selfAuthorized,
 	})
 	if err != nil {
 		return err
@@ -282,4 +325,19 @@ func openAPIResources(rs []*resource.Resource) []openapi.Resource {
 		out = append(out, openapi.Resource{GVK: r.GVK, Plural: r.Plural, Namespaced: r.Namespaced, Subresources: subs, Object: r.New(), List: r.NewList()})
 	}
 	return out
+}
+
+// publisherCredentials completes creds (which name no client certificate)
+// with the publisher's certificate from the bundle, issued when missing,
+// and the bundle's CA unless creds name one.
+func publisherCredentials(b *pki.Bundle, creds bus.Credentials) (bus.Credentials, error) {
+	cert, key, err := b.IssueClient(busauth.PublisherUser, nil)
+	if err != nil {
+		return bus.Credentials{}, fmt.Errorf("the API server's bus certificate: %w", err)
+	}
+	creds.CertFile, creds.KeyFile = cert, key
+	if creds.CAFile == "" && len(creds.CAData) == 0 {
+		creds.CAFile = b.CAFile
+	}
+	return creds, nil
 }

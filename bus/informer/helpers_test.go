@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,7 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/bus/busauth"
 	"github.com/kubebus/kubebus/bus/natsserver"
+	"github.com/kubebus/kubebus/bus/natsserver/natstest"
 	"github.com/kubebus/kubebus/bus/publish"
 )
 
@@ -37,15 +40,20 @@ func testLogger() *slog.Logger {
 // testNATS is an embedded NATS server that can be restarted on the same
 // port and store directory.
 type testNATS struct {
-	t    testing.TB
-	dir  string
-	port int
-	srv  *natsserver.Server
+	t     testing.TB
+	dir   string
+	port  int
+	srv   *natsserver.Server
+	tls   *tls.Config
+	creds bus.Credentials
 }
 
 func startNATS(t testing.TB) *testNATS {
 	t.Helper()
 	n := &testNATS{t: t, dir: t.TempDir(), port: -1}
+	// The publisher's role may do everything the tests do.
+	ca := natstest.NewCA(t)
+	n.tls, n.creds = ca.TLS, ca.Creds(t, busauth.PublisherUser)
 	n.start()
 	u, err := url.Parse(n.srv.URL())
 	if err != nil {
@@ -60,7 +68,7 @@ func startNATS(t testing.TB) *testNATS {
 
 func (n *testNATS) start() {
 	n.t.Helper()
-	s, err := natsserver.Start(natsserver.Config{StoreDir: n.dir, Port: n.port})
+	s, err := natsserver.Start(natsserver.Config{StoreDir: n.dir, Port: n.port, TLS: n.tls, Logger: testLogger()})
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -79,7 +87,7 @@ func (n *testNATS) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.po
 // connect opens a reconnecting connection and makes sure the streams exist.
 func (n *testNATS) connect(ctx context.Context) jetstream.JetStream {
 	n.t.Helper()
-	nc, js, err := bus.Connect(n.url(), n.t.Name())
+	nc, js, err := bus.Connect(n.url(), n.t.Name(), n.creds)
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -258,6 +266,13 @@ var _ publish.Source = (*fakeEtcd)(nil)
 
 func newFakeEtcd() *fakeEtcd {
 	return &fakeEtcd{rev: 1, kvs: map[string]kv{}, changed: make(chan struct{})}
+}
+
+// Revision returns the current revision.
+func (f *fakeEtcd) Revision(context.Context) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rev, nil
 }
 
 func (f *fakeEtcd) commit(c publish.Change) int64 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type Informer[T runtime.Object] struct {
 
 	// Run's state, touched by its goroutine only.
 	live       jetstream.Stream // KUBE_HISTORY or KUBE_NODEPODS
+	liveBorn   time.Time        // live's creation time: a new stream restarts the sequences
 	hist       jetstream.Stream // KUBE_HISTORY, for announced gaps
 	cons       jetstream.Consumer
 	created    time.Time // cons's creation time: tells our durable from another's
@@ -53,6 +55,7 @@ type Informer[T runtime.Object] struct {
 	chain      chain
 	gapRev     int64 // revision of the last gap the cache was healed from
 	syncTarget uint64
+	checkNow   bool // check the stream before the next fetch
 }
 
 // New builds an Informer; Run starts it.
@@ -86,7 +89,7 @@ func (i *Informer[T]) AddHandler(h Handler[T]) {
 	i.hmu.Lock()
 	defer i.hmu.Unlock()
 	for _, obj := range i.store.list() {
-		h.OnAdd(obj)
+		i.call(h, change[T]{kind: added, obj: obj})
 	}
 	i.handlers = append(i.handlers, h)
 }
@@ -175,15 +178,36 @@ func (i *Informer[T]) update(f func() []change[T]) {
 	defer i.hmu.RUnlock()
 	for _, c := range f() {
 		for _, h := range i.handlers {
-			switch c.kind {
-			case added:
-				h.OnAdd(c.obj)
-			case updated:
-				h.OnUpdate(c.old, c.obj)
-			case deleted:
-				h.OnDelete(c.obj)
-			}
+			i.call(h, c)
 		}
+	}
+}
+
+// call tells one handler about one change. A handler that panics is
+// logged with its stack and counted, and the informer goes on: one
+// component's bug must not end every component of the process.
+func (i *Informer[T]) call(h Handler[T], c change[T]) {
+	defer func() {
+		if r := recover(); r != nil {
+			i.count.handlerPanic()
+			name := ""
+			if m, ok := any(c.obj).(interface {
+				GetNamespace() string
+				GetName() string
+			}); ok {
+				name = m.GetNamespace() + "/" + m.GetName()
+			}
+			i.log.Error("an informer handler panicked; going on with the next event", "event", c.kind.String(), "object", name,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	switch c.kind {
+	case added:
+		h.OnAdd(c.obj)
+	case updated:
+		h.OnUpdate(c.old, c.obj)
+	case deleted:
+		h.OnDelete(c.obj)
 	}
 }
 

@@ -38,12 +38,17 @@ func (i *Informer[T]) open(ctx context.Context) error {
 		case !errors.Is(err, jetstream.ErrConsumerNotFound):
 			return fmt.Errorf("opening consumer %s: %w", i.durable, err)
 		}
+		// A stream that was lost and created again took the durable
+		// with it; its sequences start again.
+		if err := i.checkReset(ctx); err != nil {
+			return err
+		}
 		i.log.Warn("the durable consumer is gone; recreating it", "from", i.applied+1)
 	}
 	if err := i.live.DeleteConsumer(ctx, i.durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("deleting consumer %s: %w", i.durable, err)
 	}
-	c, err := i.live.CreateConsumer(ctx, jetstream.ConsumerConfig{
+	cc := jetstream.ConsumerConfig{
 		Durable:           i.durable,
 		Description:       "kubebus informer",
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
@@ -59,7 +64,13 @@ func (i *Informer[T]) open(ctx context.Context) error {
 		// every delivery and ack: with a hundred nodes' consumers that was
 		// a tenth of the control plane's CPU.
 		MemoryStorage: true,
-	})
+	}
+	if len(cc.FilterSubjects) == 1 {
+		// One filter goes in the create request's subject, where the bus's
+		// permissions check it (a node may read only its own pods).
+		cc.FilterSubject, cc.FilterSubjects = cc.FilterSubjects[0], nil
+	}
+	c, err := i.live.CreateConsumer(ctx, cc)
 	if err != nil {
 		return fmt.Errorf("creating consumer %s: %w", i.durable, err)
 	}
@@ -93,11 +104,13 @@ func (i *Informer[T]) follow(ctx context.Context) error {
 			i.count.inc(outReopen)
 			i.log.Debug("live consumer reopened", "applied", i.applied)
 		}
-		if time.Since(lastCheck) >= i.cfg.CheckInterval {
+		if i.checkNow || time.Since(lastCheck) >= i.cfg.CheckInterval {
+			i.checkNow = false
 			if err := i.check(ctx); err != nil {
 				if errors.Is(err, ErrDurableConflict) {
 					return err
 				}
+				i.checkNow = true
 				fail("checking the stream", err)
 				continue
 			}
@@ -197,7 +210,7 @@ func (i *Informer[T]) process(ctx context.Context, subject string, h nats.Header
 			return nil // healed already
 		}
 		i.gapRev = ev.Revision
-		return i.heal(ctx, "gap-event", "from", ev.From, "to", ev.To)
+		return i.heal(ctx, "gap-event", ev.Revision, "from", ev.From, "to", ev.To)
 	}
 	rev := bus.HeaderInt(h, bus.HeaderRevision)
 	if rev <= 0 {
@@ -210,7 +223,7 @@ func (i *Informer[T]) process(ctx context.Context, subject string, h nats.Header
 		i.count.gap("chain")
 		i.log.Warn("missed events: the chain is broken; resyncing", "subject", subject, "revision", rev,
 			"chainPrev", prev, "expected", expected)
-		if err := i.resync(ctx, "chain"); err != nil {
+		if err := i.resync(ctx, "chain", 0); err != nil {
 			return err
 		}
 	}
@@ -247,11 +260,12 @@ func (i *Informer[T]) applyEvent(ev *bus.Event, obj T, haveObj bool) {
 }
 
 // heal counts a gap and rebuilds the cache from the state stream; the
-// chain restarts with the next event.
-func (i *Informer[T]) heal(ctx context.Context, reason string, attrs ...any) error {
+// chain restarts with the next event. seeded is the revision the
+// publisher rewrote the state stream at (a GAP's), 0 when unknown.
+func (i *Informer[T]) heal(ctx context.Context, reason string, seeded int64, attrs ...any) error {
 	i.count.gap(reason)
 	i.log.Warn("missed events; resyncing", append([]any{"reason", reason}, attrs...)...)
-	if err := i.resync(ctx, reason); err != nil {
+	if err := i.resync(ctx, reason, seeded); err != nil {
 		return err
 	}
 	i.chain.restart()
@@ -267,8 +281,8 @@ func (i *Informer[T]) check(ctx context.Context) error {
 	defer cancel()
 	ci, err := i.cons.Info(actx)
 	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		i.cons = nil // reopen recreates it
+	case errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
+		i.cons = nil // reopen recreates it, after checking the stream
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading consumer %s: %w", i.durable, err)
@@ -283,13 +297,16 @@ func (i *Informer[T]) check(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", i.cfg.liveStream(), err)
 	}
+	if i.isReset(info) {
+		i.reset(info) // the gap check below rebuilds the cache
+	}
 	if first := info.State.FirstSeq; first > max(i.applied, i.baseline)+1 {
 		evicted, err := i.lostToEviction(actx)
 		if err != nil {
 			return err
 		}
 		if evicted {
-			if err := i.heal(ctx, "evicted", "firstSeq", first, "applied", i.applied); err != nil {
+			if err := i.heal(ctx, "evicted", 0, "firstSeq", first, "applied", i.applied); err != nil {
 				return err
 			}
 		}
@@ -301,9 +318,46 @@ func (i *Informer[T]) check(ctx context.Context) error {
 	}
 	if gapRev > i.gapRev {
 		i.gapRev = gapRev
-		return i.heal(ctx, "gap-event", "revision", gapRev)
+		return i.heal(ctx, "gap-event", gapRev, "revision", gapRev)
 	}
 	return nil
+}
+
+// isReset reports whether the live stream is not the one the informer's
+// position refers to: it was created again (its store or the stream was
+// lost), or it ends before what the informer applied.
+func (i *Informer[T]) isReset(info *jetstream.StreamInfo) bool {
+	return !info.Created.Equal(i.liveBorn) || info.State.LastSeq < i.applied
+}
+
+// checkReset reads the live stream and resets the informer when the
+// stream is new.
+func (i *Informer[T]) checkReset(ctx context.Context) error {
+	info, err := i.live.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", i.cfg.liveStream(), err)
+	}
+	if i.isReset(info) {
+		i.reset(info)
+	}
+	return nil
+}
+
+// reset follows a live stream that was created again from its start, and
+// has the informer check the stream at once. The publisher that recreates
+// a lost stream rewrites KUBE_STATE from etcd, then announces a GAP: the
+// check rebuilds the cache from the state stream as soon as the GAP is
+// there, without waiting for the new stream's sequences to reach the old
+// ones. (A publisher that republishes etcd's history instead sends the
+// events again, and those the cache holds are skipped by revision.)
+func (i *Informer[T]) reset(info *jetstream.StreamInfo) {
+	i.count.gap("stream-reset")
+	i.log.Warn("the live stream was lost or created again; following the new one from its start",
+		"stream", i.cfg.liveStream(), "created", info.Created, "lastSeq", info.State.LastSeq, "applied", i.applied)
+	i.liveBorn = info.Created
+	i.applied, i.baseline, i.dseq, i.recreate, i.cons = 0, 0, 0, true, nil
+	i.chain.restart()
+	i.checkNow = true
 }
 
 // lostToEviction decides whether messages evicted before this informer

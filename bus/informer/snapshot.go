@@ -70,11 +70,19 @@ func (i *Informer[T]) readState(ctx context.Context) (*snapshot[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", bus.StateStream, err)
 	}
+	// The snapshot consumer is named after the durable (on another
+	// stream) and filtered in the create request's subject, so the bus's
+	// permissions can name it; one left over by a process that died is
+	// deleted first, as it may have delivered part of the state already.
+	if err := st.DeleteConsumer(actx, i.durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("deleting the snapshot consumer %s: %w", i.durable, err)
+	}
 	cons, err := st.CreateConsumer(actx, jetstream.ConsumerConfig{
+		Name:              i.durable,
 		Description:       "kubebus informer snapshot " + i.durable,
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 		AckPolicy:         jetstream.AckNonePolicy,
-		FilterSubjects:    []string{i.cfg.stateFilter()},
+		FilterSubject:     i.cfg.stateFilter(),
 		MemoryStorage:     true,
 		InactiveThreshold: time.Minute,
 	})
@@ -211,7 +219,7 @@ func (i *Informer[T]) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		i.live, i.hist, i.gapRev = live, hist, gapRev
+		i.live, i.liveBorn, i.hist, i.gapRev = live, info.Created, hist, gapRev
 		i.update(func() []change[T] { return i.store.reconcile(snap) })
 		i.bumpRev(snap.maxRev)
 		i.log.Debug("informer loaded the state", "objects", i.store.len(), "revision", snap.maxRev, "historySeq", h0, "took", time.Since(t0))
@@ -243,14 +251,22 @@ func (i *Informer[T]) applyLast(ctx context.Context, h0 uint64) error {
 	if h0 == 0 {
 		return nil
 	}
-	msg, err := i.live.GetMsg(ctx, h0)
+	var msg *jetstream.RawStreamMsg
+	var err error
+	if i.cfg.Node != "" {
+		// A node may read only its own subjects: the last message of its
+		// chain is h0's message when h0 is ours.
+		msg, err = i.live.GetLastMsgForSubject(ctx, i.cfg.liveFilter())
+	} else {
+		msg, err = i.live.GetMsg(ctx, h0)
+	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading message %d of %s: %w", h0, i.cfg.liveStream(), err)
 	}
-	if !i.ours(msg.Subject) {
+	if msg.Sequence != h0 || !i.ours(msg.Subject) {
 		return nil
 	}
 	ev, obj, haveObj, err := i.decode(msg.Data)
@@ -273,8 +289,11 @@ func lastGap(ctx context.Context, hist jetstream.Stream) (int64, error) {
 }
 
 // resync rebuilds the cache from the state stream, telling the handlers
-// what changed.
-func (i *Informer[T]) resync(ctx context.Context, reason string) error {
+// what changed. seeded, when not 0, is a revision the state stream was
+// rewritten from etcd at: a cached object the state lacks that is not
+// newer than it is gone, even without a tombstone (a lost state stream
+// is rewritten without any).
+func (i *Informer[T]) resync(ctx context.Context, reason string, seeded int64) error {
 	i.count.inc(outResync)
 	t0 := time.Now()
 	var snap *snapshot[T]
@@ -293,6 +312,7 @@ func (i *Informer[T]) resync(ctx context.Context, reason string) error {
 	if err != nil {
 		return err
 	}
+	snap.maxRev = max(snap.maxRev, seeded)
 	var changes []change[T]
 	i.update(func() []change[T] { changes = i.store.reconcile(snap); return changes })
 	i.bumpRev(snap.maxRev)

@@ -31,6 +31,8 @@ type Stats struct {
 	// Reopens is the number of times the live consumer was reopened or
 	// recreated (NATS outages, lost deliveries).
 	Reopens uint64
+	// HandlerPanics is the number of handler calls that panicked.
+	HandlerPanics uint64
 }
 
 // outcome is what happened to a message, or to the informer.
@@ -44,6 +46,7 @@ const (
 	outGap
 	outResync
 	outReopen
+	outHandlerPanic
 	numOutcomes
 )
 
@@ -61,7 +64,7 @@ func newCounters(m *metrics) *counters {
 		for o, name := range map[outcome]string{outApplied: "applied", outStale: "stale", outRedelivered: "redelivered", outMalformed: "malformed"} {
 			c.prom[o] = m.messages.WithLabelValues(name)
 		}
-		c.prom[outResync], c.prom[outReopen] = m.resyncs, m.reopens
+		c.prom[outResync], c.prom[outReopen], c.prom[outHandlerPanic] = m.resyncs, m.reopens, m.panics
 	}
 	return c
 }
@@ -72,6 +75,10 @@ func (c *counters) inc(o outcome) {
 		c.prom[o].Inc()
 	}
 }
+
+// handlerPanic counts a handler call that panicked (from any goroutine
+// that tells handlers: AddHandler's too).
+func (c *counters) handlerPanic() { c.inc(outHandlerPanic) }
 
 // gap counts a detected gap with its reason.
 func (c *counters) gap(reason string) {
@@ -85,6 +92,7 @@ func (c *counters) stats() Stats {
 	return Stats{
 		Applied: c.n[outApplied].Load(), Stale: c.n[outStale].Load(), Redelivered: c.n[outRedelivered].Load(),
 		Malformed: c.n[outMalformed].Load(), Gaps: c.n[outGap].Load(), Resyncs: c.n[outResync].Load(), Reopens: c.n[outReopen].Load(),
+		HandlerPanics: c.n[outHandlerPanic].Load(),
 	}
 }
 
@@ -94,6 +102,7 @@ type metrics struct {
 	gaps     *prometheus.CounterVec // by reason
 	resyncs  prometheus.Counter
 	reopens  prometheus.Counter
+	panics   prometheus.Counter
 	revision prometheus.Gauge
 	objects  prometheus.Gauge
 	pending  prometheus.Gauge
@@ -113,6 +122,8 @@ func newMetrics(reg prometheus.Registerer, labels prometheus.Labels) (*metrics, 
 			Help: "Times the cache was rebuilt from the state stream."}),
 		reopens: prometheus.NewCounter(prometheus.CounterOpts{Name: "kubebus_informer_consumer_reopens_total", ConstLabels: labels,
 			Help: "Times the live consumer was reopened or recreated."}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "kubebus_informer_handler_panics_total", ConstLabels: labels,
+			Help: "Handler calls that panicked; the informer recovered and went on."}),
 		revision: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubebus_informer_revision", ConstLabels: labels,
 			Help: "The last revision applied to the cache."}),
 		objects: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubebus_informer_objects", ConstLabels: labels,
@@ -122,7 +133,7 @@ func newMetrics(reg prometheus.Registerer, labels prometheus.Labels) (*metrics, 
 		synced: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubebus_informer_synced", ConstLabels: labels,
 			Help: "1 once the cache holds the state and the history pending at start."}),
 	}
-	for _, c := range []prometheus.Collector{m.messages, m.gaps, m.resyncs, m.reopens, m.revision, m.objects, m.pending, m.synced} {
+	for _, c := range []prometheus.Collector{m.messages, m.gaps, m.resyncs, m.reopens, m.panics, m.revision, m.objects, m.pending, m.synced} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("informer: registering metrics: %w", err)
 		}

@@ -1,4 +1,4 @@
-package natsserver
+package natsserver_test
 
 import (
 	"context"
@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebus/kubebus/bus/busauth"
 )
 
 // TestNoConsumerCap: a stream takes more than NATS's default cap of 1,000
@@ -16,23 +17,11 @@ func TestNoConsumerCap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: starts an embedded NATS server")
 	}
-	s, err := Start(Config{StoreDir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCluster(t)
+	_, js := c.connect(t, busauth.PublisherUser)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"kube.s.>"}})
 	if err != nil {
 		t.Fatal(err)
 	}

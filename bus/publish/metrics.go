@@ -10,6 +10,8 @@ type Metrics struct {
 	gaps         prometheus.Counter
 	lastRevision prometheus.Gauge
 	latency      prometheus.Histogram
+	lag          prometheus.Gauge
+	resets       prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg (when not nil).
@@ -22,9 +24,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lastRevision: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubebus_publisher_last_revision", Help: "The last etcd revision published."}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kubebus_publisher_publish_duration_seconds", Help: "Time to publish one revision to every stream.",
 			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1}}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubebus_bus_publisher_lag_revisions",
+			Help: "etcd's latest revision minus the revision every change up to which is on the bus (0 unless this API server publishes)."}),
+		resets: prometheus.NewCounter(prometheus.CounterOpts{Name: "kubebus_publisher_stream_resets_total",
+			Help: "Times the bus streams were found missing or recreated and were reseeded from etcd."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.leader, m.published, m.skipped, m.gaps, m.lastRevision, m.latency)
+		reg.MustRegister(m.leader, m.published, m.skipped, m.gaps, m.lastRevision, m.latency, m.lag, m.resets)
 	}
 	return m
 }

@@ -83,7 +83,7 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 
 // publishPlain publishes with a message ID for deduplication.
 func (p *Publisher) publishPlain(ctx context.Context, msg *nats.Msg, id string, first jetstream.PubAckFuture) error {
-	return retry(ctx, p.log, "publishing "+id, func() error {
+	return p.retry(ctx, "publishing "+id, func() error {
 		if first != nil {
 			_, err := awaitAck(ctx, first)
 			first = nil

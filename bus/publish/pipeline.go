@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -45,7 +46,11 @@ func (e *resyncError) Unwrap() error { return e.err }
 // pump publishes the changes until the channel closes or a change is not
 // stored. It confirms the oldest change once window of them are in
 // flight, and every change whenever the source has nothing more ready.
+// While it waits for changes it checks now and then that the streams are
+// still there.
 func (p *Publisher) pump(ctx context.Context, changes <-chan Change) error {
+	check := time.NewTicker(streamCheckEvery)
+	defer check.Stop()
 	for {
 		var ch Change
 		var ok bool
@@ -55,7 +60,14 @@ func (p *Publisher) pump(ctx context.Context, changes <-chan Change) error {
 			if err := p.settleAll(ctx); err != nil {
 				return err
 			}
-			ch, ok = <-changes
+			select {
+			case ch, ok = <-changes:
+			case <-check.C:
+				if err := p.checkStreams(ctx); errors.Is(err, errStreamsReset) {
+					return err
+				}
+				continue
+			}
 		}
 		if !ok {
 			return p.settleAll(ctx)
@@ -67,6 +79,7 @@ func (p *Publisher) pump(ctx context.Context, changes <-chan Change) error {
 			if err := p.progress(ctx, ch.Revision); err != nil {
 				return err
 			}
+			p.health.done(ch.Revision)
 			continue
 		}
 		pd, err := p.send(ctx, ch)
@@ -74,6 +87,9 @@ func (p *Publisher) pump(ctx context.Context, changes <-chan Change) error {
 			return err
 		}
 		if pd == nil {
+			if len(p.inflight) == 0 {
+				p.health.done(ch.Revision)
+			}
 			continue
 		}
 		p.inflight = append(p.inflight, pd)
@@ -139,19 +155,27 @@ func (p *Publisher) settle(ctx context.Context, pd *pending) error {
 	}
 	p.m.published.Inc()
 	p.m.lastRevision.Set(float64(pd.rev))
+	p.health.done(pd.rev)
+	p.health.ok()
+	p.resyncWait = 0
 	p.m.latency.Observe(time.Since(pd.start).Seconds())
 	return nil
 }
 
 // resync drops what is in flight and reloads the cursor from the streams;
-// the next round of lead sends again from the revision that failed, its
-// state messages under a new epoch.
+// the next round of lead sends again from the revision that failed (or
+// from the cursor when rs.rev is 0), its state messages under a new
+// epoch. Resyncs in a row back off (from 50ms to 2s): a full store
+// refuses every message until it has room.
 func (p *Publisher) resync(ctx context.Context, rs *resyncError) error {
-	p.log.Warn("a bus message was not stored; sending again", "revision", rs.rev, "err", rs.err)
+	p.health.fail("publishing revision "+strconv.FormatInt(rs.rev, 10), rs.err)
+	p.log.Debug("a bus message was not stored; sending again", "revision", rs.rev, "err", rs.err)
+	p.resyncWait = min(max(2*p.resyncWait, 50*time.Millisecond), 2*time.Second)
+	sleep(ctx, p.resyncWait)
 	p.inflight = nil
 	p.epoch++
 	floor := p.floor
-	if err := retry(ctx, p.log, "reading the stream cursor", func() error { return p.loadCursor(ctx) }); err != nil {
+	if err := p.retry(ctx, "reading the stream cursor", func() error { return p.loadCursor(ctx) }); err != nil {
 		return err
 	}
 	p.floor = floor

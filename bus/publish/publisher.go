@@ -26,6 +26,9 @@ type Config struct {
 	Limits    bus.StreamLimits
 	Logger    *slog.Logger
 	Metrics   *Metrics
+	// StallWindow is how long the bus may miss an etcd revision before
+	// Ready fails (default DefaultStallWindow).
+	StallWindow time.Duration
 }
 
 func (c *Config) validate() error {
@@ -37,6 +40,9 @@ func (c *Config) validate() error {
 	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
+	}
+	if c.StallWindow <= 0 {
+		c.StallWindow = DefaultStallWindow
 	}
 	return nil
 }
@@ -64,6 +70,14 @@ type Publisher struct {
 	resumeFrom int64
 
 	lastProgress time.Time
+	// resyncWait backs off resyncs that follow each other without
+	// anything being stored in between (a full store).
+	resyncWait time.Duration
+	// created is each stream's creation time when the cursor was read; a
+	// stream missing or created again since was lost with what it held.
+	created map[string]time.Time
+
+	health *health
 }
 
 // New builds a Publisher.
@@ -71,7 +85,7 @@ func New(cfg Config) (*Publisher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, js: cfg.JetStream, log: cfg.Logger, m: cfg.Metrics}, nil
+	return &Publisher{cfg: cfg, js: cfg.JetStream, log: cfg.Logger, m: cfg.Metrics, health: newHealth(cfg.Logger, cfg.Metrics, cfg.StallWindow)}, nil
 }
 
 // publishTimeout bounds one publish attempt, so a request lost while NATS
@@ -106,6 +120,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		err = p.lead(lctx)
 		cancel()
 		p.m.leader.Set(0)
+		p.inflight = nil
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		_ = resign(rctx)
 		rcancel()
@@ -120,52 +135,103 @@ func (p *Publisher) Run(ctx context.Context) error {
 
 // lead publishes until leadership or ctx is lost.
 func (p *Publisher) lead(ctx context.Context) error {
-	if err := retry(ctx, p.log, "ensuring streams", func() error { return bus.EnsureStreams(ctx, p.js, p.cfg.Limits) }); err != nil {
+	// Behind from the start, until the cursor says otherwise: streams
+	// that cannot be created (no room for them) stall the bus too.
+	p.health.lead(true, 0)
+	defer p.health.lead(false, 0)
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	polled := make(chan struct{})
+	go func() { defer close(polled); p.pollRevision(pollCtx) }()
+	defer func() { stopPoll(); <-polled }()
+	if err := p.openStreams(ctx); err != nil {
 		return err
 	}
-	if err := retry(ctx, p.log, "reading the stream cursor", func() error { return p.loadCursor(ctx) }); err != nil {
-		return err
-	}
+	p.health.done(p.lastRev)
 	p.log.Debug("publisher resuming", "lastRevision", p.lastRev, "lastSequence", p.lastSeq)
 	for ctx.Err() == nil {
-		from := p.lastRev
-		if p.resumeFrom > 0 {
-			from, p.resumeFrom = p.resumeFrom, 0
+		err := p.round(ctx)
+		if err == nil || ctx.Err() != nil {
+			continue
 		}
-		if from == 0 {
-			from = 1
-		}
-		cctx, cancel := context.WithCancel(ctx)
-		changes, wait := p.cfg.Source.Changes(cctx, from)
-		err := p.pump(ctx, changes)
-		cancel()
-		for range changes {
-			// Drained so that the source's goroutine ends before wait.
+		// A stream that is gone or new explains most failures, a fence
+		// included (a new stream's sequences start again): check first.
+		switch cerr := p.retryAll(ctx, "checking the streams", func() error { return p.checkStreams(ctx) }); {
+		case errors.Is(cerr, errStreamsReset):
+			if err := p.openStreams(ctx); err != nil {
+				return err
+			}
+			continue
+		case cerr != nil:
+			return cerr
 		}
 		var rs *resyncError
 		switch {
-		case errors.As(err, &rs):
-			if err := p.resync(ctx, rs); err != nil {
-				return err
-			}
-			continue
-		case err != nil:
+		case errors.Is(err, errFenced):
 			return err
+		case !errors.As(err, &rs):
+			// Retries gave up on an error that looked like a missing
+			// stream, or reseeding failed: send again from the cursor.
+			rs = &resyncError{err: err}
 		}
-		err = wait()
-		if errors.Is(err, ErrCompacted) {
-			if err := p.reseed(ctx); err != nil {
-				return err
-			}
-			continue
+		if err := p.resync(ctx, rs); err != nil && ctx.Err() == nil {
+			// The next round fails too, and checks the streams again.
+			p.log.Debug("reading the cursor failed", "err", err)
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	}
+	return ctx.Err()
+}
+
+// round follows etcd's changes from the cursor until the watch ends (nil)
+// or publishing fails.
+func (p *Publisher) round(ctx context.Context) error {
+	from := p.lastRev
+	if p.resumeFrom > 0 {
+		from, p.resumeFrom = p.resumeFrom, 0
+	}
+	if from == 0 {
+		from = 1
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	changes, wait := p.cfg.Source.Changes(cctx, from)
+	err := p.pump(ctx, changes)
+	cancel()
+	for range changes {
+		// Drained so that the source's goroutine ends before wait.
+	}
+	if err != nil {
+		return err
+	}
+	err = wait()
+	if errors.Is(err, ErrCompacted) {
+		return p.reseed(ctx, "etcd compacted revisions the bus never received")
+	}
+	if ctx.Err() == nil {
 		p.log.Warn("etcd watch ended; resuming", "err", err)
 		sleep(ctx, 200*time.Millisecond)
 	}
-	return ctx.Err()
+	return nil
+}
+
+// revisionEvery is how often a leader reads etcd's revision to tell how
+// far behind the bus is, whether or not publishing works.
+const revisionEvery = time.Second
+
+func (p *Publisher) pollRevision(ctx context.Context) {
+	t := time.NewTicker(revisionEvery)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, revisionEvery)
+		rev, err := p.cfg.Source.Revision(rctx)
+		cancel()
+		if err == nil {
+			p.health.etcd(rev)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // loadCursor reads the last published revision and stream sequence.
@@ -335,7 +401,7 @@ func eventMsg(subject string, ev *bus.Event, data []byte, chainPrev int64) *nats
 // publishHistory appends msg to KUBE_HISTORY fenced on the last sequence.
 func (p *Publisher) publishHistory(ctx context.Context, msg *nats.Msg, rev int64, idSuffix string, first jetstream.PubAckFuture) error {
 	id := "r" + strconv.FormatInt(rev, 10) + idSuffix
-	return retry(ctx, p.log, "publishing revision "+strconv.FormatInt(rev, 10), func() error {
+	return p.retry(ctx, "publishing revision "+strconv.FormatInt(rev, 10), func() error {
 		var ack *jetstream.PubAck
 		var err error
 		if first != nil {
@@ -362,6 +428,7 @@ func (p *Publisher) publishHistory(ctx context.Context, msg *nats.Msg, rev int64
 		}
 		p.lastSeq, p.lastRev = ack.Sequence, rev
 		p.sentSeq, p.sentRev = p.lastSeq, p.lastRev
+		p.health.done(rev)
 		return nil
 	})
 }
@@ -391,7 +458,7 @@ func (p *Publisher) chainPrev(ctx context.Context, stream, filter string) (int64
 		return rev, nil
 	}
 	var rev int64
-	err := retry(ctx, p.log, "reading chain "+filter, func() error {
+	err := p.retry(ctx, "reading chain "+filter, func() error {
 		st, err := p.js.Stream(ctx, stream)
 		if err != nil {
 			return err
@@ -416,7 +483,7 @@ func (p *Publisher) chainPrev(ctx context.Context, stream, filter string) (int64
 
 // publishState writes the latest state of an object (idempotent).
 func (p *Publisher) publishState(ctx context.Context, msg *nats.Msg, rev int64, tombstone bool, first jetstream.PubAckFuture) error {
-	return retry(ctx, p.log, "publishing state of revision "+strconv.FormatInt(rev, 10), func() error {
+	return p.retry(ctx, "publishing state of revision "+strconv.FormatInt(rev, 10), func() error {
 		if first != nil {
 			_, err := awaitAck(ctx, first)
 			first = nil

@@ -13,7 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/bus/busauth"
 	"github.com/kubebus/kubebus/bus/natsserver"
+	"github.com/kubebus/kubebus/bus/natsserver/natstest"
 )
 
 // fakeSource is an in-memory etcd: a log of changes with a compaction point.
@@ -43,6 +45,23 @@ func (f *fakeSource) put(key, value string) int64 {
 			if !f.log[i].Delete {
 				c.Prev, c.PrevRevision, c.Created = f.log[i].Value, f.log[i].Revision, false
 			}
+			break
+		}
+	}
+	f.log = append(f.log, c)
+	close(f.notify)
+	f.notify = make(chan struct{})
+	return c.Revision
+}
+
+// del deletes key at the next revision.
+func (f *fakeSource) del(key string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := Change{Revision: f.rev() + 1, Key: key, Delete: true}
+	for i := len(f.log) - 1; i >= 0; i-- {
+		if f.log[i].Key == key {
+			c.Prev, c.PrevRevision = f.log[i].Value, f.log[i].Revision
 			break
 		}
 	}
@@ -109,6 +128,12 @@ func (f *fakeSource) Snapshot(context.Context) (int64, []KeyValue, error) {
 	return f.rev(), kvs, nil
 }
 
+func (f *fakeSource) Revision(context.Context) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rev(), nil
+}
+
 // alwaysLeader wins every election at once.
 type alwaysLeader struct{}
 
@@ -116,19 +141,13 @@ func (alwaysLeader) Campaign(context.Context) (<-chan struct{}, func(context.Con
 	return make(chan struct{}), func(context.Context) error { return nil }, nil
 }
 
+// startNATS starts a bus and connects as the publisher, whose role may do
+// everything the tests do.
 func startNATS(t testing.TB) (*natsserver.Server, jetstream.JetStream) {
 	t.Helper()
-	ns, err := natsserver.Start(natsserver.Config{StoreDir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, js, err := bus.Connect(ns.URL(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return ns, js
+	s := natstest.Start(t)
+	_, js := s.Connect(t, busauth.PublisherUser)
+	return s.Server, js
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

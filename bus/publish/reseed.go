@@ -11,18 +11,20 @@ import (
 	"github.com/kubebus/kubebus/bus"
 )
 
-// reseed handles revisions etcd compacted before they were published: it
-// rewrites KUBE_STATE from a fresh etcd read (every object, and a tombstone
-// for every object the state stream knows that no longer exists), then
-// publishes a GAP event on KUBE_HISTORY naming the lost range, and resumes
-// after the read's revision.
-func (p *Publisher) reseed(ctx context.Context) error {
+// reseed handles revisions the bus lost or never received (etcd compacted
+// them before they were published, or a stream was lost): it rewrites
+// KUBE_STATE from a fresh etcd read (every object, and a tombstone for
+// every object the state stream knows that no longer exists), then
+// publishes a GAP event on KUBE_HISTORY and KUBE_NODEPODS naming the
+// range, and resumes after the read's revision. The GAP is the marker that
+// tells consumers to rebuild from KUBE_STATE.
+func (p *Publisher) reseed(ctx context.Context, reason string) error {
 	rev, kvs, err := p.cfg.Source.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("reseeding: reading etcd: %w", err)
 	}
 	p.m.gaps.Inc()
-	p.log.Error("etcd compacted revisions the bus never received; reseeding the state stream", "from", p.lastRev+1, "to", rev)
+	p.log.Error("reseeding the state stream from etcd", "reason", reason, "from", p.lastRev+1, "to", rev)
 	live := map[string]bool{}
 	for _, kv := range kvs {
 		k, ok := objectKey(kv.Key)

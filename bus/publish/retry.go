@@ -3,7 +3,6 @@ package publish
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 )
 
@@ -21,10 +20,23 @@ func permanent(err error) error {
 }
 
 // retry runs f until it succeeds, returns a permanent error, or ctx ends,
-// backing off from 50ms to 2s. NATS being down is the usual reason.
-func retry(ctx context.Context, log *slog.Logger, what string, f func() error) error {
+// backing off from 50ms to 2s; NATS being down is the usual reason. An
+// error that may mean a stream is gone is returned at once: retrying
+// would never bring the stream back, and lead checks the streams.
+func (p *Publisher) retry(ctx context.Context, what string, f func() error) error {
+	return p.retryWhile(ctx, what, func(err error) bool { return !isStreamGone(err) }, f)
+}
+
+// retryAll is retry that retries every error that is not permanent.
+func (p *Publisher) retryAll(ctx context.Context, what string, f func() error) error {
+	return p.retryWhile(ctx, what, func(error) bool { return true }, f)
+}
+
+// retryWhile is retry for the errors again accepts. Each failure goes to
+// the health record, which logs once per cause.
+func (p *Publisher) retryWhile(ctx context.Context, what string, again func(error) bool, f func() error) error {
 	backoff := 50 * time.Millisecond
-	for attempt := 0; ; attempt++ {
+	for attempt := 1; ; attempt++ {
 		err := f()
 		if err == nil {
 			return nil
@@ -36,9 +48,11 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func() error) e
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if attempt == 3 || attempt%50 == 49 {
-			log.Warn("bus unavailable; retrying", "what", what, "err", err, "attempt", attempt+1)
+		p.health.fail(what, err)
+		if !again(err) {
+			return err
 		}
+		p.log.Debug("bus unavailable; retrying", "what", what, "err", err, "attempt", attempt)
 		sleep(ctx, backoff)
 		backoff = min(backoff*2, 2*time.Second)
 	}

@@ -49,6 +49,9 @@ type Source interface {
 	Changes(ctx context.Context, from int64) (changes <-chan Change, wait func() error)
 	// Snapshot reads every key under /registry/ at the current revision.
 	Snapshot(ctx context.Context) (rev int64, kvs []KeyValue, err error)
+	// Revision returns etcd's current revision (of any key). The
+	// publisher compares it with what it published to tell its lag.
+	Revision(ctx context.Context) (int64, error)
 }
 
 // Elector runs the election among publishers.

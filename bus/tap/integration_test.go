@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,15 +16,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebus/kubebus/bus"
-	"github.com/kubebus/kubebus/bus/natsserver"
+	"github.com/kubebus/kubebus/bus/busauth"
+	"github.com/kubebus/kubebus/bus/natsserver/natstest"
 	"github.com/kubebus/kubebus/cmd/kubebus/app"
 )
 
-// busFixture is an embedded NATS with the kubebus streams and a stand-in for
-// the publisher that writes events exactly as bus/publish does.
+// busFixture is an embedded NATS with the kubebus streams, served with
+// mutual TLS from a temporary cluster CA, and a stand-in for the publisher
+// that writes events exactly as bus/publish does, as the publisher
+// identity. The tap runs as the admin (system:masters), a reader.
 type busFixture struct {
 	url     string
-	js      jetstream.JetStream
+	js      jetstream.JetStream // the publisher's
+	reader  bus.Credentials     // the admin's: what a user runs the tap with
 	lastSeq uint64
 	lastRev int64
 	chains  map[string]int64
@@ -34,24 +39,20 @@ func startBus(t *testing.T) *busFixture {
 	if testing.Short() {
 		t.Skip("integration test: starts an embedded NATS server")
 	}
-	ns, err := natsserver.Start(natsserver.Config{StoreDir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := natstest.Start(t)
+	_, js := ns.Connect(t, busauth.PublisherUser)
 	if err := bus.EnsureStreams(context.Background(), js, bus.StreamLimits{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	return &busFixture{url: ns.URL(), js: js, chains: map[string]int64{}}
+	return &busFixture{url: ns.URL(), js: js, chains: map[string]int64{},
+		reader: bus.Credentials{CAFile: ns.CA.CAFile, CertFile: ns.CA.AdminCertFile, KeyFile: ns.CA.AdminKeyFile}}
+}
+
+// tapArgs is `tap` with the bus's URL and the admin's bus credentials,
+// as a user runs it, followed by args.
+func (b *busFixture) tapArgs(args ...string) []string {
+	return append([]string{"tap", "--nats-url", b.url,
+		"--nats-ca-file", b.reader.CAFile, "--nats-cert-file", b.reader.CertFile, "--nats-key-file", b.reader.KeyFile}, args...)
 }
 
 // publish appends ev to KUBE_HISTORY as the publisher would: subject,
@@ -127,7 +128,8 @@ func (b *busFixture) history(t *testing.T) []bus.Event {
 	return evs
 }
 
-// tap runs `kubebus tap --nats-url <url> args...` and returns its stdout.
+// tap runs `kubebus tap --nats-url <url> --nats-{ca,cert,key}-file <the
+// admin's> args...` and returns its stdout.
 func (b *busFixture) tap(t *testing.T, args ...string) string {
 	t.Helper()
 	out, _ := b.tapStderr(t, args...)
@@ -140,7 +142,7 @@ func (b *busFixture) tapStderr(t *testing.T, args ...string) (string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	if err := app.Run(ctx, append([]string{"tap", "--nats-url", b.url}, args...), &out, &errOut); err != nil {
+	if err := app.Run(ctx, b.tapArgs(args...), &out, &errOut); err != nil {
 		t.Fatalf("kubebus tap %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut.String())
 	}
 	if ctx.Err() != nil {
@@ -386,7 +388,7 @@ func TestIntegrationTapFollow(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- app.Run(ctx, []string{"tap", "--nats-url", b.url, "--since=13", "-o", "json"}, &out, &bytes.Buffer{})
+		done <- app.Run(ctx, b.tapArgs("--since=13", "-o", "json"), &out, &bytes.Buffer{})
 	}()
 	waitFor(t, "the replayed revision 13", func() bool { return strings.Contains(out.String(), `"revision":13`) })
 	b.publish(t, bus.Event{Type: bus.Added, Revision: 14, Resource: "configmaps", Namespace: "default", Name: "cfg",
@@ -488,5 +490,84 @@ func TestIntegrationTapLag(t *testing.T) {
 				t.Fatalf("caught-up row %q", lines[2])
 			}
 		})
+	}
+}
+
+// TestIntegrationTapCannotPublish: the tap's bus identity (the admin, a
+// reader) can read the history but neither publish onto it nor change the
+// stream, whatever the tap's code would try.
+func TestIntegrationTapCannotPublish(t *testing.T) {
+	b := startBus(t)
+	b.history(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The connection the tap makes: bus.ConnectOnce with the admin's
+	// credentials.
+	nc, js, err := bus.ConnectOnce(b.url, "kubebus-tap", b.reader, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var mu sync.Mutex
+	var violations []string
+	nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			mu.Lock()
+			violations = append(violations, err.Error())
+			mu.Unlock()
+		}
+	})
+	refused := func(what, subject string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s succeeded", what)
+		}
+		waitFor(t, "a permissions violation for "+subject+" ("+what+")", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, v := range violations {
+				if strings.Contains(v, `"`+subject+`"`) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	st, err := js.Stream(ctx, bus.HistoryStream)
+	if err != nil {
+		t.Fatalf("the reader cannot open %s: %v", bus.HistoryStream, err)
+	}
+
+	ev := bus.Event{Type: bus.Added, Revision: 14, Resource: "pods", Namespace: "default", Name: "forged",
+		Object: object("forged", "default", nil, "", nil), PrevRevision: b.lastRev}
+	data, err := json.Marshal(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server drops what the identity may not publish and says so; the
+	// requests themselves get no answer, so each gets a short deadline.
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Second) }
+	for _, subject := range []string{bus.HistorySubject(ev.Key()), bus.GapSubject} {
+		pctx, pcancel := short()
+		_, err := js.Publish(pctx, subject, data)
+		pcancel()
+		refused("publishing "+subject, subject, err)
+	}
+	dctx, dcancel := short()
+	err = st.DeleteMsg(dctx, 1)
+	dcancel()
+	refused("deleting a message", "$JS.API.STREAM.MSG.DELETE."+bus.HistoryStream, err)
+	pctx, pcancel := short()
+	err = st.Purge(pctx)
+	pcancel()
+	refused("purging the stream", "$JS.API.STREAM.PURGE."+bus.HistoryStream, err)
+
+	// The reader still reads, and the stream is as the publisher left it.
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatalf("the reader cannot read %s: %v", bus.HistoryStream, err)
+	}
+	if info.State.LastSeq != b.lastSeq || info.State.Msgs != b.lastSeq {
+		t.Fatalf("%s changed: last sequence %d and %d messages, want %d and %d", bus.HistoryStream, info.State.LastSeq, info.State.Msgs, b.lastSeq, b.lastSeq)
 	}
 }

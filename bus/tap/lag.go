@@ -96,13 +96,13 @@ func consumerFilters(c jetstream.ConsumerConfig) []string {
 	}
 }
 
-// Lag connects to NATS and writes the lag table of every durable consumer
+// Lag connects to NATS with creds and writes the lag table of every durable consumer
 // on the history streams.
-func Lag(ctx context.Context, url string, w io.Writer) error {
+func Lag(ctx context.Context, url string, creds bus.Credentials, w io.Writer) error {
 	if url == "" {
 		url = DefaultURL
 	}
-	nc, js, err := connect(url, false)
+	nc, js, err := connect(url, creds, false)
 	if err != nil {
 		return err
 	}

@@ -13,14 +13,14 @@ import (
 	"github.com/kubebus/kubebus/bus"
 )
 
-// Run connects to NATS and prints the events cfg selects to w: when
-// following, until ctx ends (which is not an error); otherwise up to the
-// last event stored when it started.
-func Run(ctx context.Context, cfg Config, w io.Writer) error {
+// Run connects to NATS with creds and prints the events cfg selects to w:
+// when following, until ctx ends (which is not an error); otherwise up to
+// the last event stored when it started.
+func Run(ctx context.Context, cfg Config, creds bus.Credentials, w io.Writer) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	nc, js, err := connect(cfg.URL, cfg.Follow)
+	nc, js, err := connect(cfg.URL, creds, cfg.Follow)
 	if err != nil {
 		return err
 	}
@@ -31,21 +31,8 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 
 // connect dials NATS. Unlike a component, the tap fails at once when the
 // server is not there; once connected, a follower reconnects forever.
-func connect(url string, follow bool) (*nats.Conn, jetstream.JetStream, error) {
-	opts := []nats.Option{nats.Name("kubebus-tap"), nats.ReconnectWait(250 * time.Millisecond)}
-	if follow {
-		opts = append(opts, nats.MaxReconnects(-1))
-	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to nats %s: %w", url, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("opening jetstream: %w", err)
-	}
-	return nc, js, nil
+func connect(url string, creds bus.Credentials, follow bool) (*nats.Conn, jetstream.JetStream, error) {
+	return bus.ConnectOnce(url, "kubebus-tap", creds, follow)
 }
 
 // Tail reads KUBE_HISTORY with an ordered consumer and calls emit for every

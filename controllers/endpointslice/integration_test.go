@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/endpointslice"
@@ -29,11 +28,7 @@ func start(t *testing.T, maxPerSlice int) kubernetes.Interface {
 	t.Helper()
 	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", harness.NoServiceAccounts) // this test runs the controller under test itself
 	cs := s.Clientset(t)
-	nc, js, err := bus.Connect(s.BusURL(t), "endpointslice-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, js := s.BusConnect(t, "system:kube-controller-manager")
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	inf, err := cache.New(cache.Config{JetStream: js, Component: "endpointslice-test", Logger: log})
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubebus/kubebus/apiserver/resource"
-	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/test/harness"
 )
@@ -52,11 +51,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 // caches from the bus, a manager without leader election.
 func startGC(t *testing.T, s *harness.Server) *GC {
 	t.Helper()
-	nc, js, err := bus.Connect(s.BusURL(t), "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, js := s.BusConnect(t, "system:kube-controller-manager")
 	cs := s.Clientset(t)
 	md, err := metadata.NewForConfig(s.RESTConfig(t))
 	if err != nil {

@@ -27,6 +27,8 @@ import (
 type Options struct {
 	REST    *rest.Config
 	NATSURL string
+	// NATS are the bus credentials (the component's client certificate).
+	NATS bus.Credentials
 	// Controllers selects controllers as upstream's --controllers does:
 	// "*" is every default one, "name" adds one, "-name" removes one.
 	Controllers []string
@@ -143,7 +145,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
 	}
-	nc, js, err := bus.Connect(o.NATSURL, "kube-controller-manager")
+	nc, js, err := bus.Connect(o.NATSURL, "kube-controller-manager", o.NATS)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubebus/kubebus/apiserver/resource"
-	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/garbagecollector"
@@ -44,11 +43,7 @@ type env struct {
 func start(t *testing.T, s *harness.Server, writeConditions bool) *env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	nc, js, err := bus.Connect(s.BusURL(t), "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, js := s.BusConnect(t, "system:kube-controller-manager")
 	cs := s.Clientset(t)
 	md, err := metadata.NewForConfig(s.RESTConfig(t))
 	if err != nil {

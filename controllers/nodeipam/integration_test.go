@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/nodeipam"
@@ -31,11 +30,7 @@ func TestIntegrationNodeIPAM(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	nc, js, err := bus.Connect(s.BusURL(t), "nodeipam-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, js := s.BusConnect(t, "system:kube-controller-manager")
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	inf, err := cache.New(cache.Config{JetStream: js, Component: "nodeipam-test", Logger: log})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/nodelifecycle"
@@ -153,11 +152,7 @@ func TestIntegrationNodeLifecycle(t *testing.T) {
 	cs := s.Clientset(t)
 	ctx := context.Background()
 
-	nc, js, err := bus.Connect(s.BusURL(t), "nodelifecycle-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, js := s.BusConnect(t, "system:kube-controller-manager")
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	inf, err := cache.New(cache.Config{JetStream: js, Component: "nodelifecycle-test", Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {

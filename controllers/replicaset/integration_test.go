@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/replicaset"
@@ -35,10 +34,7 @@ func startController(t *testing.T, s *harness.Server) kubernetes.Interface {
 	t.Helper()
 	cs := s.Clientset(t)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	nc, js, err := bus.Connect(s.BusURL(t), "test-kcm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := s.BusConnect(t, "system:kube-controller-manager")
 	inf, err := cache.New(cache.Config{JetStream: js, Component: "test-kcm", Logger: logger})
 	if err != nil {
 		t.Fatal(err)

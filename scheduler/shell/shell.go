@@ -40,6 +40,8 @@ const (
 type Options struct {
 	REST    *rest.Config
 	NATSURL string
+	// NATS are the bus credentials (the component's client certificate).
+	NATS bus.Credentials
 	// Config is the KubeSchedulerConfiguration (default config.Default()).
 	Config *config.Configuration
 	// Lease overrides the configuration's leader election where set.
@@ -127,7 +129,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating the leader election client: %w", err)
 	}
-	nc, js, err := bus.Connect(o.NATSURL, Component)
+	nc, js, err := bus.Connect(o.NATSURL, Component, o.NATS)
 	if err != nil {
 		return err
 	}

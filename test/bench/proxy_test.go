@@ -45,7 +45,7 @@ func BenchmarkProxyUnreadyCutoff(b *testing.B) {
 
 	s := harness.StartServer(b, "", "--disable-controller-manager", "--disable-admission-plugins=ServiceAccount")
 	cs := s.Clientset(b)
-	harness.StartProcess(b, "proxy", "--nats-url", s.BusURL(b), "--node-netns", nodePath,
+	harness.StartProcess(b, "proxy", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(b), "--node-netns", nodePath,
 		"--hostname-override", "proxy-bench", "--metrics-bind-address", "")
 	ctx := context.Background()
 	svc, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{

@@ -32,7 +32,7 @@ import (
 func TestIntegrationAPIServers(t *testing.T) {
 	harness.SkipShort(t)
 	s, etcdURL := startServerWithEtcdPort(t)
-	second := startAPIServer(t, etcdURL, natsURLOf(s), filepath.Join(s.Dir, "pki"))
+	second := startAPIServer(t, etcdURL, natsURLOf(s), filepath.Join(s.Dir, "pki"), s.EtcdFlags()...)
 	cs1, cs2 := s.Clientset(t), second.Clientset(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
@@ -220,7 +220,7 @@ func startServerWithEtcdPort(t testing.TB) (*harness.Server, string) {
 	t.Helper()
 	port := freeLoopbackPort(t)
 	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", noServiceAccounts, "--etcd-client-port", strconv.Itoa(port))
-	return s, fmt.Sprintf("http://127.0.0.1:%d", port)
+	return s, fmt.Sprintf("https://127.0.0.1:%d", port)
 }
 
 var natsReadyLine = regexp.MustCompile(`embedded nats ready"? url=(nats://\S+)`)
@@ -277,7 +277,7 @@ var apiServerServingLine = regexp.MustCompile(`api server serving"? address=(htt
 // startAPIServer starts `kubebus apiserver` on a free loopback port against
 // etcdURL, sharing pkiDir (so one CA signs both servers), and waits until it
 // serves.
-func startAPIServer(t testing.TB, etcdURL, natsURL, pkiDir string) *apiServerProc {
+func startAPIServer(t testing.TB, etcdURL, natsURL, pkiDir string, extraArgs ...string) *apiServerProc {
 	t.Helper()
 	a := &apiServerProc{Kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), done: make(chan struct{})}
 	args := []string{"apiserver", "--etcd-servers", etcdURL, "--pki-dir", pkiDir,
@@ -285,6 +285,7 @@ func startAPIServer(t testing.TB, etcdURL, natsURL, pkiDir string) *apiServerPro
 	if natsURL != "" {
 		args = append(args, "--nats-url", natsURL)
 	}
+	args = append(args, extraArgs...)
 	a.cmd = exec.Command(harness.Binary(t), args...)
 	stderr, err := a.cmd.StderrPipe()
 	if err != nil {

@@ -225,7 +225,7 @@ func TestIntegrationAuthSecretsAtRest(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no etcd endpoint in the server's log")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m[1]}, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m[1]}, TLS: s.EtcdTLS(t), DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestIntegrationAPIServerWithoutCAKey(t *testing.T) {
 		}
 	}
 	etcd := harness.StartEtcd(t)
-	nats := harness.StartNATS(t)
+	nats := harness.StartNATS(t, full)
 	a := harness.StartAPIServer(t, etcd.Endpoint, nats.URL(), keyless)
 	out, err := exec.Command(harness.Kubectl(t), "--kubeconfig", a.Kubeconfig(), "get", "namespace", "kube-system", "-o", "name").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "namespace/kube-system" {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/storage"
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/bus/busauth"
 	"github.com/kubebus/kubebus/test/harness"
 )
 
@@ -226,10 +227,10 @@ func equalRevs(t *testing.T, what string, want, got []int64) {
 func TestIntegrationBusExactlyOnce(t *testing.T) {
 	harness.SkipShort(t)
 	etcd := harness.StartEtcd(t)
-	nt := harness.StartNATS(t)
 	pkiDir := filepath.Join(t.TempDir(), "pki")
+	nt := harness.StartNATS(t, pkiDir)
 	api := harness.StartAPIServer(t, etcd.Endpoint, nt.URL(), pkiDir)
-	nc, js, err := bus.Connect(nt.URL(), "e2e")
+	nc, js, err := bus.Connect(nt.URL(), "e2e", nt.Credentials(t, busauth.PublisherUser))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,11 +287,11 @@ func TestIntegrationBusExactlyOnce(t *testing.T) {
 func TestIntegrationBusPublisherFailover(t *testing.T) {
 	harness.SkipShort(t)
 	etcd := harness.StartEtcd(t)
-	nt := harness.StartNATS(t)
 	pkiDir := filepath.Join(t.TempDir(), "pki")
+	nt := harness.StartNATS(t, pkiDir)
 	a := harness.StartAPIServer(t, etcd.Endpoint, nt.URL(), pkiDir)
 	b := harness.StartAPIServer(t, etcd.Endpoint, nt.URL(), pkiDir)
-	nc, js, err := bus.Connect(nt.URL(), "e2e")
+	nc, js, err := bus.Connect(nt.URL(), "e2e", nt.Credentials(t, busauth.PublisherUser))
 	if err != nil {
 		t.Fatal(err)
 	}

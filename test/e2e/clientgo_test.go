@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"slices"
@@ -105,7 +106,7 @@ func TestIntegrationClientGoWatchExpired(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	compactEtcd(t, ctx, etcdURL)
+	compactEtcd(t, ctx, etcdURL, s.EtcdTLS(t))
 
 	tests := []struct {
 		name string
@@ -156,9 +157,9 @@ func TestIntegrationClientGoWatchExpired(t *testing.T) {
 }
 
 // compactEtcd compacts etcd at its current revision.
-func compactEtcd(t *testing.T, ctx context.Context, etcdURL string) {
+func compactEtcd(t *testing.T, ctx context.Context, etcdURL string, tc *tls.Config) {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdURL}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdURL}, TLS: tc, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatalf("connecting to etcd %s: %v", etcdURL, err)
 	}

@@ -53,7 +53,7 @@ func TestIntegrationInformerRebuildsWithoutLists(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	nc, js, err := bus.Connect(s.BusURL(t), "e2e-informer")
+	nc, js, err := bus.Connect(s.BusURL(t), "e2e-informer", s.BusCredentials(t, "kubebus-admin", "system:masters"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestIntegrationProxyProgramsFromBus(t *testing.T) {
 	s := harness.StartServer(t, "", "--disable-controller-manager", noServiceAccounts)
 	cs := s.Clientset(t)
 	ctx := context.Background()
-	harness.StartProcess(t, "proxy", "--nats-url", s.BusURL(t), "--node-netns", ns, "--hostname-override", "proxy-e2e", "--metrics-bind-address", "")
+	harness.StartProcess(t, "proxy", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t), "--node-netns", ns, "--hostname-override", "proxy-e2e", "--metrics-bind-address", "")
 	svc, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
 		Selector: map[string]string{"app": "web"},
 		Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
@@ -84,7 +84,7 @@ func TestIntegrationProxyIPv6FromBus(t *testing.T) {
 	s := harness.StartServer(t, "", "--disable-controller-manager", noServiceAccounts, "--service-cluster-ip-range", "fd00:10:96::/112")
 	cs := s.Clientset(t)
 	ctx := context.Background()
-	harness.StartProcess(t, "proxy", "--nats-url", s.BusURL(t), "--node-netns", ns, "--hostname-override", "proxy-e2e6", "--metrics-bind-address", "")
+	harness.StartProcess(t, "proxy", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t), "--node-netns", ns, "--hostname-override", "proxy-e2e6", "--metrics-bind-address", "")
 	svc, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web6"}, Spec: corev1.ServiceSpec{
 		Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
 	}}, metav1.CreateOptions{})

@@ -59,6 +59,7 @@ func TestIntegrationSeedReplicaSet(t *testing.T) {
 		t.Fatalf("pod owners = %q", owners)
 	}
 	// Who wrote what, from the bus.
+	t.Setenv("KUBECONFIG", s.Kubeconfig) // the tap's bus credentials: the admin's
 	recs := tapJSON(t, s.BusURL(t), "--resource", "pods", "-n", "default", "--type", "ADDED")
 	if len(recs) != 3 {
 		t.Fatalf("tap shows %d pod creations, want 3", len(recs))

@@ -108,6 +108,7 @@ func TestIntegrationTap(t *testing.T) {
 	}
 
 	url := s.BusURL(t)
+	t.Setenv("KUBECONFIG", s.Kubeconfig) // the tap's bus credentials: the admin's
 	var recs []map[string]any
 	harness.Eventually(t, 30*time.Second, func() error {
 		recs = withoutRootCA(tapJSON(t, url, "--resource", "configmaps", "-n", "default"))

@@ -12,7 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
+	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/natsserver"
 )
 
@@ -39,30 +44,63 @@ func StartEtcd(t testing.TB) *embedded.Etcd {
 }
 
 // NATS is a NATS server in the test process that can be restarted on the
-// same port and store.
+// same port and store. It serves mutual TLS with a certificate of the
+// cluster CA in PKIDir and lets in the identities bus/busauth knows.
 type NATS struct {
-	Port  int
-	Dir   string
-	s     *natsserver.Server
-	t     testing.TB
-	alive bool
+	Port   int
+	Dir    string
+	PKIDir string
+	tls    *tls.Config
+	s      *natsserver.Server
+	t      testing.TB
+	alive  bool
 }
 
-// StartNATS runs a JetStream server on a free port.
-func StartNATS(t testing.TB) *NATS {
+// StartNATS runs a JetStream server on a free port with a serving
+// certificate of the CA in pkiDir, creating the CA when there is none
+// (pkiDir must hold the CA key): give the API servers the same pkiDir.
+func StartNATS(t testing.TB, pkiDir string) *NATS {
 	t.Helper()
-	n := &NATS{Port: FreePort(t), Dir: filepath.Join(t.TempDir(), "nats"), t: t}
+	b, err := pki.Ensure(pki.Config{Dir: pkiDir, Hosts: localHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := b.IssueServing("kubebus-nats", localHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := natsserver.ServerTLS(b.CAFile, cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &NATS{Port: FreePort(t), Dir: filepath.Join(t.TempDir(), "nats"), PKIDir: pkiDir, tls: cfg, t: t}
 	n.Start()
 	t.Cleanup(n.Stop)
 	return n
 }
 
+// localHosts are the names of loopback servers' certificates.
+var localHosts = []string{"localhost", "127.0.0.1", "::1"}
+
 // URL is the client URL.
 func (n *NATS) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.Port) }
 
+// Credentials issues user (in groups) a client certificate from the CA in
+// PKIDir and returns them as bus credentials.
+func (n *NATS) Credentials(t testing.TB, user string, groups ...string) bus.Credentials {
+	t.Helper()
+	return busCredentials(t, n.PKIDir, user, groups...)
+}
+
+// Connect connects to the server as user (in groups), as bus.Connect does.
+func (n *NATS) Connect(t testing.TB, user string, groups ...string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	return BusConnectAs(t, n.URL(), n.Credentials(t, user, groups...))
+}
+
 // Start (re)starts the server.
 func (n *NATS) Start() {
-	s, err := natsserver.Start(natsserver.Config{StoreDir: n.Dir, Port: n.Port})
+	s, err := natsserver.Start(natsserver.Config{StoreDir: n.Dir, Port: n.Port, TLS: n.tls})
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -77,6 +115,33 @@ func (n *NATS) Stop() {
 	}
 }
 
+// busCredentials issues user (in groups) a client certificate from the CA
+// in pkiDir.
+func busCredentials(t testing.TB, pkiDir, user string, groups ...string) bus.Credentials {
+	t.Helper()
+	b, err := pki.Load(pkiDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := b.IssueClient(user, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bus.Credentials{CAFile: b.CAFile, CertFile: cert, KeyFile: key}
+}
+
+// BusConnectAs connects to the bus at url with creds, as bus.Connect does,
+// and closes the connection when the test ends.
+func BusConnectAs(t testing.TB, url string, creds bus.Credentials) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, js, err := bus.Connect(url, "e2e", creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, js
+}
+
 // APIServer is a `kubebus apiserver` process.
 type APIServer struct {
 	URL    string
@@ -89,7 +154,9 @@ type APIServer struct {
 }
 
 // StartAPIServer runs `kubebus apiserver` against etcd and NATS with
-// certificates from pkiDir and waits until /readyz answers.
+// certificates from pkiDir and waits until /readyz answers. On the bus it
+// is the publisher, with a certificate from pkiDir: start the NATS server
+// with the same pkiDir (StartNATS).
 func StartAPIServer(t testing.TB, etcdURL, natsURL, pkiDir string) *APIServer {
 	t.Helper()
 	a := &APIServer{Port: FreePort(t), logs: &lockedBuffer{}, pkiDir: pkiDir}

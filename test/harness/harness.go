@@ -6,6 +6,8 @@ package harness
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,9 +21,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubebus/kubebus/apiserver/pki"
+	"github.com/kubebus/kubebus/bus"
 )
 
 var (
@@ -79,6 +86,34 @@ type Server struct {
 	mu         sync.Mutex
 }
 
+// EtcdTLS is what a test presents to the server's embedded etcd, which
+// requires a certificate from its own CA: the API server's etcd client
+// certificate, trusting the etcd CA.
+func (s *Server) EtcdTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	f := pki.EtcdFiles(filepath.Join(s.Dir, "pki"))
+	cert, err := tls.LoadX509KeyPair(f.APIServerClientCertFile, f.APIServerClientKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(f.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		t.Fatalf("no certificate in %s", f.CAFile)
+	}
+	return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+}
+
+// EtcdFlags are the `kubebus apiserver` flags that reach the server's
+// embedded etcd.
+func (s *Server) EtcdFlags() []string {
+	f := pki.EtcdFiles(filepath.Join(s.Dir, "pki"))
+	return []string{"--etcd-cafile", f.CAFile, "--etcd-certfile", f.APIServerClientCertFile, "--etcd-keyfile", f.APIServerClientKeyFile}
+}
+
 // BusURL returns the embedded NATS URL the server printed.
 func (s *Server) BusURL(t testing.TB) string {
 	t.Helper()
@@ -92,6 +127,30 @@ func (s *Server) BusURL(t testing.TB) string {
 		return nil
 	})
 	return u
+}
+
+// BusCredentials issues user (in groups) a client certificate from the
+// server's CA (DIR/pki) and returns them as bus credentials.
+func (s *Server) BusCredentials(t testing.TB, user string, groups ...string) bus.Credentials {
+	t.Helper()
+	return busCredentials(t, filepath.Join(s.Dir, "pki"), user, groups...)
+}
+
+// BusConnect connects to the server's bus as user (in groups), e.g. as
+// the admin: BusConnect(t, "e2e", "system:masters").
+func (s *Server) BusConnect(t testing.TB, user string, groups ...string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	return BusConnectAs(t, s.BusURL(t), s.BusCredentials(t, user, groups...))
+}
+
+// BusFlags are the flags that point a kubebus command (the tap, a
+// component) at the server's bus as the admin: --nats-url and the admin's
+// certificate and the CA.
+func (s *Server) BusFlags(t testing.TB) []string {
+	t.Helper()
+	dir := filepath.Join(s.Dir, "pki")
+	return []string{"--nats-url", s.BusURL(t), "--nats-ca-file", filepath.Join(dir, "ca.crt"),
+		"--nats-cert-file", filepath.Join(dir, "admin.crt"), "--nats-key-file", filepath.Join(dir, "admin.key")}
 }
 
 type lockedBuffer struct {

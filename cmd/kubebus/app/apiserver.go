@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/bus/publish"
 
 	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/apiserver/admission"
@@ -17,20 +19,38 @@ import (
 )
 
 func newAPIServerCmd(g *globals) *cobra.Command {
-	var o serve.Options
+	var (
+		o  serve.Options
+		nf natsFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "apiserver",
 		Short: "Run the API server alone against external etcd and NATS",
 		Long: `Run one API server against an existing etcd cluster and NATS server.
-Several API servers may share one etcd; they are stateless.`,
+Several API servers may share one etcd; they are stateless.
+
+On the bus (NATS, mutual TLS) the API server is the publisher, identity
+system:kubebus:publisher: by default with a client certificate for it in
+--pki-dir (issued there when the directory holds the CA key; kubebus certs
+makes it otherwise) and the CA there; --nats-* flags override them.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Logger = g.logger()
+			if (nf.certFile == "") != (nf.keyFile == "") {
+				return errors.New("--nats-cert-file and --nats-key-file go together")
+			}
+			o.NATSCredentials = bus.Credentials{CAFile: nf.caFile, CertFile: nf.certFile, KeyFile: nf.keyFile}
 			return serve.Run(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd client URLs, comma separated")
+	f.StringVar(&o.EtcdCAFile, "etcd-cafile", "", "CA file that verifies the etcd members' serving certificates")
+	f.StringVar(&o.EtcdCertFile, "etcd-certfile", "", "client certificate file presented to etcd")
+	f.StringVar(&o.EtcdKeyFile, "etcd-keyfile", "", "key file of --etcd-certfile")
 	f.StringVar(&o.NATSURL, "nats-url", "", "NATS server URL")
+	f.StringVar(&nf.caFile, "nats-ca-file", "", "CA certificate (PEM) that signs the NATS server's certificate (default --pki-dir's CA)")
+	f.StringVar(&nf.certFile, "nats-cert-file", "", "client certificate (PEM) for NATS, CN system:kubebus:publisher (default one in --pki-dir)")
+	f.StringVar(&nf.keyFile, "nats-key-file", "", "key of --nats-cert-file")
 	f.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "address to listen on")
 	f.IntVar(&o.Port, "secure-port", 6443, "HTTPS port")
 	f.StringVar(&o.PKIDir, "pki-dir", "", "directory holding (or receiving) the CA and serving certificate")
@@ -41,6 +61,7 @@ Several API servers may share one etcd; they are stateless.`,
 	f.StringVar(&o.ServiceNodePortRange, "service-node-port-range", servicealloc.DefaultNodePortRange, "ports Services of type NodePort and LoadBalancer get their node ports from")
 	addBusFlags(f, &o.BusLimits)
 	addWatchCacheFlag(f, &o.WatchCacheBytes)
+	addLimitFlags(f, &o.Limits)
 	addAuthFlags(f, &o.Auth)
 	f.StringVar(&o.Auth.Instance, "instance", "", "name of this API server among others, for its bus consumers (default host and process id)")
 	_ = cmd.MarkFlagRequired("etcd-servers")
@@ -60,6 +81,14 @@ func addAuthFlags(f *pflag.FlagSet, a *serve.AuthOptions) {
 	f.StringVar(&a.AdvertiseAddress, "advertise-address", "", "the address pods reach this API server at (the kubernetes Service's endpoints; default the bind address)")
 }
 
+// addLimitFlags registers what one client may take and how long the bus
+// may lag.
+func addLimitFlags(f *pflag.FlagSet, l *serve.Limits) {
+	f.DurationVar(&l.RequestBodyTimeout, "request-body-timeout", apiserver.DefaultRequestBodyTimeout, "how long a client may take to send a request body (negative: no limit)")
+	f.IntVar(&l.MaxWatchesPerUser, "max-watches-per-user", apiserver.DefaultMaxWatchesPerUser, "most concurrent watches one user may hold; system:masters is exempt (negative: no limit)")
+	f.DurationVar(&l.BusStallWindow, "bus-publisher-stall-window", publish.DefaultStallWindow, "how long an etcd revision may stay unpublished on the bus before /readyz fails")
+}
+
 // addWatchCacheFlag registers the bound of the REST watch hubs' history.
 func addWatchCacheFlag(f *pflag.FlagSet, n *int64) {
 	f.Int64Var(n, "watch-cache-bytes", apiserver.DefaultWatchCacheBytes,
@@ -70,5 +99,6 @@ func addWatchCacheFlag(f *pflag.FlagSet, n *int64) {
 func addBusFlags(f *pflag.FlagSet, l *bus.StreamLimits) {
 	f.DurationVar(&l.MaxAge, "bus-history-max-age", 24*time.Hour, "how long the bus keeps history")
 	f.Int64Var(&l.MaxBytes, "bus-history-max-bytes", 1<<30, "how many bytes of history the bus keeps")
+	f.Int64Var(&l.StateMaxBytes, "bus-state-max-bytes", 0, "how many bytes the bus's latest-state stream may hold (0: as --bus-history-max-bytes); when full, the publisher stalls and /readyz says so")
 	f.DurationVar(&l.Duplicates, "bus-dedupe-window", bus.DefaultDuplicates, "how long the bus remembers message IDs to drop a retried publish (held in memory)")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver/serve"
 	"github.com/kubebus/kubebus/apiserver/serviceaccount"
 	"github.com/kubebus/kubebus/apiserver/servicealloc"
+	"github.com/kubebus/kubebus/bus/busauth"
 )
 
 // newCertsCmd is `kubebus certs`: the cluster CA and the credentials of a
@@ -28,8 +29,9 @@ func newCertsCmd() *cobra.Command {
 		Short: "Create the cluster CA, the API server's serving certificate and the admin certificate in --pki-dir",
 		Long: `Create, in --pki-dir, the cluster CA (ca.crt, ca.key), the API server's
 serving certificate for --hosts (serving.crt, serving.key) and the admin
-client certificate (admin.crt, admin.key), or keep those that are there and
-still valid. The CA is never replaced.
+client certificate (admin.crt, admin.key), and the API server's client
+certificates (to kubelets, and on the bus as system:kubebus:publisher), or
+keep those that are there and still valid. The CA is never replaced.
 
 For a split deployment: run it once, give kubebus apiserver a copy of
 --pki-dir without ca.key and the same names (--tls-hosts,
@@ -59,13 +61,18 @@ API.`,
 			if err != nil {
 				return err
 			}
+			// The API server's bus identity: the publisher.
+			pcert, pkey, err := b.IssueClient(busauth.PublisherUser, nil)
+			if err != nil {
+				return err
+			}
 			// The ServiceAccount signing key every API server shares.
 			if _, err := serviceaccount.LoadOrCreateKey(pkiDir); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "CA: %s %s\nAPI server: %s %s\nAPI server to kubelets: %s %s\nadmin: %s %s\n",
-				b.CAFile, b.CAKeyFile, b.ServingCertFile, b.ServingKeyFile, kcert, kkey, b.AdminCertFile, b.AdminKeyFile)
+			fmt.Fprintf(out, "CA: %s %s\nAPI server: %s %s\nAPI server to kubelets: %s %s\nAPI server on the bus: %s %s\nadmin: %s %s\n",
+				b.CAFile, b.CAKeyFile, b.ServingCertFile, b.ServingKeyFile, kcert, kkey, pcert, pkey, b.AdminCertFile, b.AdminKeyFile)
 			return nil
 		},
 	}

@@ -16,6 +16,7 @@ func newControllerManagerCmd(g *globals) *cobra.Command {
 		o          kcm.Options
 		kubeconfig string
 		elect      bool
+		nf         natsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
@@ -28,6 +29,9 @@ Lease kube-system/kube-controller-manager; the others keep warm caches.`,
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
 			}
+			if o.NATS, err = nf.credentials(cfg); err != nil {
+				return err
+			}
 			o.REST, o.Logger = cfg, g.logger()
 			o.Lease.Disabled = !elect
 			return kcm.Run(cmd.Context(), o)
@@ -36,6 +40,7 @@ Lease kube-system/kube-controller-manager; the others keep warm caches.`,
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
 	f.StringVar(&o.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
+	addNATSFlags(f, &nf)
 	f.BoolVar(&elect, "leader-elect", true, "elect a leader through a Lease before running the controllers")
 	addControllerManagerFlags(f, &o)
 	_ = cmd.MarkFlagRequired("kubeconfig")

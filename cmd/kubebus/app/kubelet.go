@@ -27,6 +27,7 @@ func newKubeletCmd(g *globals) *cobra.Command {
 		serveLogs, rotateServerCerts                                           bool
 		caKey                                                                  string
 		o                                                                      nodeOptions
+		nf                                                                     natsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet",
@@ -61,7 +62,14 @@ hollow node shows a line saying the node is simulated, and no request
 leaves this machine. Their serving certificates come through the CSR API
 too, one CSR per 1,000 nodes (subject system:node:PREFIXFIRST-LAST, naming
 their addresses), which this process approves itself (its kubeconfig must
-be allowed to: the admin's is) and the controller-manager signs.`,
+be allowed to: the admin's is) and the controller-manager signs.
+
+On the bus (NATS, mutual TLS) the kubelet's identity is its kubeconfig's
+client certificate unless --nats-cert-file says otherwise: a real node's
+must be system:node:NAME in system:nodes, which the bus lets read that
+node's pods only. Hollow nodes read many nodes' pods on one connection, so
+their identity must be a bus reader (system:masters, as the admin's
+kubeconfig is).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if caKey != "" {
 				return errors.New("kubelet: --ca-key-file is no longer accepted: the kubelet holds no key of the cluster CA. Its serving certificate comes through the CertificateSigningRequest API, approved and signed by the controller-manager (--cluster-signing-cert-file and --cluster-signing-key-file); to serve a certificate of your own, pass --tls-cert-file and --tls-private-key-file")
@@ -76,6 +84,10 @@ be allowed to: the admin's is) and the controller-manager signs.`,
 				qps = max(qps, 50*float32(nodes))
 			}
 			cfg.QPS, cfg.Burst = qps, int(2*qps)
+			creds, err := nf.credentials(cfg)
+			if err != nil {
+				return err
+			}
 			if instance == "" {
 				instance, _ = os.Hostname()
 			}
@@ -83,7 +95,7 @@ be allowed to: the admin's is) and the controller-manager signs.`,
 				if o.caFile == "" {
 					o.caFile, o.caData = cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData
 				}
-				return runNode(cmd.Context(), g.logger(), cfg, natsURL, instance, o)
+				return runNode(cmd.Context(), g.logger(), cfg, natsURL, creds, o)
 			}
 			if o.manifestDir != "" {
 				return errors.New("kubelet: hollow nodes run no static pods: --pod-manifest-path needs a real node")
@@ -114,7 +126,7 @@ be allowed to: the admin's is) and the controller-manager signs.`,
 			if err != nil {
 				return err
 			}
-			nc, js, err := bus.Connect(natsURL, "kubelet-simulated")
+			nc, js, err := bus.Connect(natsURL, "kubelet-simulated", creds)
 			if err != nil {
 				return err
 			}
@@ -131,10 +143,11 @@ be allowed to: the admin's is) and the controller-manager signs.`,
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
 	f.StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
+	addNATSFlags(f, &nf)
 	f.Float32Var(&qps, "kube-api-qps", 500, "API requests per second, burst twice that (with --simulate, shared by all hollow nodes; default 50 per node, as many kubelets)")
 	f.DurationVar(&o.leaseEvery, "node-lease-renew-interval", 10*time.Second, "how often each node renews its Lease in kube-node-lease")
 	f.DurationVar(&o.statusEvery, "node-status-update-frequency", 10*time.Second, "how often each node posts its status")
-	f.StringVar(&instance, "instance", "", "name of this process for its bus consumers (default the hostname)")
+	f.StringVar(&instance, "instance", "", "with --simulate, name of this process for its bus consumers (default the hostname); a real node's consumers are named for the node alone")
 	// A real node.
 	f.StringVar(&o.rootDir, "root-dir", "/var/lib/kubebus/kubelet", "where the kubelet keeps pod volumes, logs, its containerd and the pod network's state")
 	f.StringVar(&o.caFile, "client-ca-file", "", "the cluster CA certificate: verifies the API server's client certificate on the log server (default the kubeconfig's CA)")

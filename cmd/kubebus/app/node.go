@@ -77,8 +77,12 @@ func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, prefix string) {
 }
 
 // runNode runs a real kubelet: its containerd (unless one is given), the
-// node agent, the pod network, the pods and the log server.
-func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, instance string, o nodeOptions) error {
+// node agent, the pod network, the pods and the log server. It reads its
+// pods from the bus with creds, which must be the node's own identity
+// (system:node:NAME): the bus lets a node read only its own pods, through
+// consumers named for the node alone (busauth.NodeConsumer), so the pod
+// informer has no instance.
+func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL string, creds bus.Credentials, o nodeOptions) error {
 	if o.name == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -130,7 +134,7 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 	if err != nil {
 		return fmt.Errorf("kubelet: API client: %w", err)
 	}
-	nc, js, err := bus.Connect(natsURL, "kubelet-"+o.name)
+	nc, js, err := bus.Connect(natsURL, "kubelet-"+o.name, creds)
 	if err != nil {
 		return err
 	}
@@ -221,7 +225,7 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL, i
 		nodeAgent.Config.NodeInfo.ContainerRuntimeVersion = "containerd://" + v
 	}
 	k, err := agent.New(agent.Config{
-		NodeName: o.name, Client: client, JetStream: js, Instance: instance, Runtime: rt,
+		NodeName: o.name, Client: client, JetStream: js, Runtime: rt,
 		RootDir: root, ManifestDir: o.manifestDir, HostIPs: []string{o.nodeIP}, Allocatable: capacity,
 		ImageGCHighThreshold: o.gcHigh, ImageGCLowThreshold: o.gcLow, Logger: log,
 	})

@@ -25,6 +25,8 @@ func newProxyCmd(g *globals) *cobra.Command {
 		cleanup, ipv6 bool
 		metricsAddr   string
 		netnsPath     string
+		kubeconfig    string
+		nf            natsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -33,7 +35,13 @@ func newProxyCmd(g *globals) *cobra.Command {
 JetStream) and programs the node's nftables tables "kubebus" (family ip, and
 family ip6 for IPv6 Services unless --ipv6=false) so that Service addresses
 and node ports reach ready endpoints. It carries no traffic itself. With
---cleanup it deletes the tables and exits.`,
+--cleanup it deletes the tables and exits.
+
+It needs bus credentials only (it never calls the API server): a client
+certificate of the cluster CA for system:kube-proxy, e.g.
+  kubebus certs client --pki-dir DIR --user system:kube-proxy --out proxy
+  kubebus proxy --nats-ca-file DIR/ca.crt --nats-cert-file proxy.crt --nats-key-file proxy.key
+or a kubeconfig (--kubeconfig) whose client certificate is one.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, log := cmd.Context(), g.logger()
 			var ncfg nft.Config
@@ -57,7 +65,11 @@ and node ports reach ready endpoints. It carries no traffic itself. With
 					return fmt.Errorf("naming this proxy: %w", err)
 				}
 			}
-			_, js, err := bus.Connect(natsURL, "kube-proxy-"+cfg.Instance)
+			creds, err := nf.credentialsFrom(kubeconfig)
+			if err != nil {
+				return fmt.Errorf("proxy: bus credentials: %w", err)
+			}
+			_, js, err := bus.Connect(natsURL, "kube-proxy-"+cfg.Instance, creds)
 			if err != nil {
 				return fmt.Errorf("connecting to NATS: %w", err)
 			}
@@ -78,6 +90,8 @@ and node ports reach ready endpoints. It carries no traffic itself. With
 	}
 	f := cmd.Flags()
 	f.StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig whose client certificate and CA are the proxy's bus credentials (identity system:kube-proxy, or an admin; default $KUBECONFIG or ~/.kube/config); --nats-* flags override it")
+	addNATSFlags(f, &nf)
 	f.StringVar(&cfg.Instance, "hostname-override", "", "name of this node for its bus consumers (default the hostname)")
 	f.DurationVar(&cfg.MinSyncPeriod, "min-sync-period", proxy.DefaultMinSyncPeriod, "least time between two syncs of the rules")
 	f.DurationVar(&cfg.SyncPeriod, "sync-period", proxy.DefaultSyncPeriod, "how often the rules are rebuilt without a change")

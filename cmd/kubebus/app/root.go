@@ -56,6 +56,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		// Its info lines (leader election's "attempting to acquire")
 		// repeat what our components log, so they count as debug.
 		log := g.logger()
+		slog.SetDefault(log)
 		klog.SetSlogLogger(slog.New(infoAsDebug{log.Handler()}))
 		limit, err := applyMemoryLimit(g.memoryLimit)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/scheduler/config"
 	"github.com/kubebus/kubebus/scheduler/shell"
@@ -20,6 +21,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 		kubeconfig string
 		configFile string
 		elect      bool
+		nf         natsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "scheduler",
@@ -35,6 +37,9 @@ chosen by the Lease kube-system/kube-scheduler; the others keep warm caches.`,
 			if o.Config, err = loadSchedulerConfig(configFile); err != nil {
 				return err
 			}
+			if o.NATS, err = nf.credentials(cfg); err != nil {
+				return err
+			}
 			o.REST, o.Logger = cfg, g.logger()
 			if !cmd.Flags().Changed("leader-elect") {
 				elect = *o.Config.LeaderElection.LeaderElect
@@ -46,6 +51,7 @@ chosen by the Lease kube-system/kube-scheduler; the others keep warm caches.`,
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
 	f.StringVar(&o.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
+	addNATSFlags(f, &nf)
 	f.StringVar(&configFile, "config", "", "KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
 	f.BoolVar(&elect, "leader-elect", true, "elect a leader through the Lease kube-system/kube-scheduler before scheduling")
 	f.StringVar(&o.Instance, "instance", "", "name of this replica for its bus consumers (default the hostname; set it when replicas share a host)")
@@ -84,7 +90,11 @@ func runScheduler(ctx context.Context, log *slog.Logger, pkiDir string, hosts []
 			// controller-manager.
 			c.ClientConnection.QPS, c.ClientConnection.Burst = 1000, 2000
 		}
-		err = shell.Run(ctx, shell.Options{REST: cfg, NATSURL: natsURL, Config: c, Logger: log.With("component", "scheduler"), Caches: schedulerCaches(shared)})
+		var creds bus.Credentials
+		if creds, err = restCredentials(cfg); err != nil {
+			return err
+		}
+		err = shell.Run(ctx, shell.Options{REST: cfg, NATSURL: natsURL, NATS: creds, Config: c, Logger: log.With("component", "scheduler"), Caches: schedulerCaches(shared)})
 	}
 	return err
 }

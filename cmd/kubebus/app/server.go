@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
 	"github.com/kubebus/kubebus/apiserver/storage/encryption"
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/bus/busauth"
 	"github.com/kubebus/kubebus/bus/natsserver"
 	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/kcm"
@@ -43,7 +45,9 @@ type serverOptions struct {
 	schedCfg   string
 	bus        bus.StreamLimits
 	watchCache int64
+	limits     serve.Limits
 	natsMemory int64
+	natsStore  int64
 	dataDir    string
 	port       int
 	etcdPort   int
@@ -81,11 +85,13 @@ Restarting with the same --data-dir keeps every object.`,
 	f.StringVar(&o.tokenFile, "token-auth-file", "", "static bearer tokens: token,user,uid[,\"groups\"] per line")
 	addBusFlags(f, &o.bus)
 	addWatchCacheFlag(f, &o.watchCache)
+	addLimitFlags(f, &o.limits)
 	f.Int64Var(&o.natsMemory, "nats-max-memory", natsserver.DefaultMaxMemory, "bytes the embedded NATS may keep in memory-backed JetStream streams")
 	addControllerManagerFlags(f, &o.kcm)
 	f.BoolVar(&o.noKCM, "disable-controller-manager", false, "do not run the controller-manager in this process")
 	f.BoolVar(&o.noSched, "disable-scheduler", false, "do not run the scheduler in this process")
 	f.StringVar(&o.schedCfg, "scheduler-config", "", "KubeSchedulerConfiguration file for the in-process scheduler")
+	f.Int64Var(&o.natsStore, "nats-max-store", 0, "bytes the embedded NATS may keep on disk (0: three quarters of the free space at start); at least the sum of the --bus-*-max-bytes limits")
 	f.IntVar(&o.natsPort, "nats-port", 4222, "embedded NATS port on 127.0.0.1 (-1 picks a free one)")
 	f.BoolVar(&o.noKubelet, "disable-kubelet", false, "do not run a local node (a kubelet with its own containerd) in this process")
 	f.BoolVar(&o.noProxy, "disable-proxy", false, "do not run the local node's proxy (nftables, in --node-netns when given) in this process")
@@ -123,13 +129,44 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating data dir: %w", err)
 	}
-	etcd, err := embedded.Start(ctx, embedded.Config{Dir: filepath.Join(dir, "etcd"), ClientPort: o.etcdPort, PeerPort: o.etcdPeer})
+	kubeconfig, pkiDir := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "pki")
+	// etcd trusts its own CA (pki/etcd/ca.crt), not the cluster CA that
+	// every component holds a certificate from: only the API server and
+	// etcd's peers reach it.
+	etcdPKI, err := pki.EnsureEtcd(pki.EtcdConfig{Dir: pkiDir})
+	if err != nil {
+		return fmt.Errorf("etcd certificates: %w", err)
+	}
+	etcd, err := embedded.Start(ctx, embedded.Config{Dir: filepath.Join(dir, "etcd"), ClientPort: o.etcdPort, PeerPort: o.etcdPeer,
+		TLS: &embedded.TLS{
+			CertFile: etcdPKI.ServerCertFile, KeyFile: etcdPKI.ServerKeyFile, ClientCAFile: etcdPKI.CAFile,
+			PeerCertFile: etcdPKI.PeerCertFile, PeerKeyFile: etcdPKI.PeerKeyFile,
+			PeerClientCertFile: etcdPKI.PeerClientCertFile, PeerClientKeyFile: etcdPKI.PeerClientKeyFile,
+			PeerCAFile: etcdPKI.CAFile,
+		}})
 	if err != nil {
 		return err
 	}
 	defer etcd.Close()
 	log.Info("embedded etcd ready", "endpoint", etcd.Endpoint)
-	ns, err := natsserver.Start(natsserver.Config{StoreDir: filepath.Join(dir, "nats"), Port: o.natsPort, MaxMemory: o.natsMemory})
+	if !o.noKubelet && o.node.netns != "" && o.auth.AdvertiseAddress == "" {
+		// Pods on the local node reach the API server through a forwarder
+		// in the node's network namespace (see runLocalNode).
+		o.auth.AdvertiseAddress = nodeAPIAddress
+	}
+	hosts := serve.ServingHosts([]string{"localhost", "127.0.0.1", "::1"}, o.svcIPRange, o.auth.AdvertiseAddress)
+	// The bus serves mutual TLS with certificates of the cluster CA, so
+	// the CA comes first.
+	bundle, err := pki.Ensure(pki.Config{Dir: pkiDir, Hosts: hosts})
+	if err != nil {
+		return fmt.Errorf("preparing certificates: %w", err)
+	}
+	natsTLS, err := embeddedNATSTLS(bundle)
+	if err != nil {
+		return err
+	}
+	ns, err := natsserver.Start(natsserver.Config{StoreDir: filepath.Join(dir, "nats"), Port: o.natsPort, MaxMemory: o.natsMemory, MaxStore: o.natsStore, TLS: natsTLS,
+		Logger: log.With("component", "nats")})
 	if err != nil {
 		return err
 	}
@@ -137,7 +174,6 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 	log.Info("embedded nats ready", "url", ns.URL())
 
 	sup := newSupervisor(ctx, log)
-	kubeconfig, pkiDir := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "pki")
 	if o.auth.EncryptionProviderConfig == "" {
 		// Secrets are encrypted at rest by default, with a key made once.
 		o.auth.EncryptionProviderConfig = filepath.Join(pkiDir, "encryption-config.yaml")
@@ -148,20 +184,16 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 			return fmt.Errorf("encryption at rest: %w", err)
 		}
 	}
-	if !o.noKubelet && o.node.netns != "" && o.auth.AdvertiseAddress == "" {
-		// Pods on the local node reach the API server through a forwarder
-		// in the node's network namespace (see runLocalNode).
-		o.auth.AdvertiseAddress = nodeAPIAddress
-	}
-	hosts := serve.ServingHosts([]string{"localhost", "127.0.0.1", "::1"}, o.svcIPRange, o.auth.AdvertiseAddress)
 	listening := make(chan string, 1)
 	sup.Go(sup.tier(), "api server", func(ctx context.Context) error {
 		return serve.Run(ctx, serve.Options{
 			EtcdServers: []string{etcd.Endpoint}, NATSURL: ns.URL(),
+			EtcdCAFile: etcdPKI.CAFile, EtcdCertFile: etcdPKI.APIServerClientCertFile, EtcdKeyFile: etcdPKI.APIServerClientKeyFile,
 			BindAddress: o.bind, Port: o.port, PKIDir: pkiDir,
 			Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus, TokenFile: o.tokenFile,
 			ServiceClusterIPRange: o.svcIPRange, ServiceNodePortRange: o.nodePorts,
-			WatchCacheBytes: o.watchCache, Auth: o.auth, Hosts: hosts,
+			WatchCacheBytes: o.watchCache, Limits: o.limits, Auth: o.auth, Hosts: hosts,
+			ReadyChecks: map[string]func(context.Context) error{"nats-store": ns.StoreReady},
 		})
 	})
 	var addr string
@@ -174,7 +206,15 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 	}
 
 	// The informers the components share stop after them.
-	shared, runShared := newSharedCaches(log, ns.URL(), !o.noKCM)
+	var shared *cache.Informers
+	var runShared func(context.Context) error
+	if !o.noKCM {
+		creds, err := pkiCredentials(bundle, busauth.InformersUser)
+		if err != nil {
+			return err
+		}
+		shared, runShared = newSharedCaches(log, ns.URL(), creds)
+	}
 	if runShared != nil {
 		sup.Go(sup.tier(), "shared informers", runShared)
 	}
@@ -205,8 +245,12 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 			})
 		}
 		if !o.noProxy {
+			creds, err := pkiCredentials(bundle, busauth.ProxyUser)
+			if err != nil {
+				return err
+			}
 			sup.Go(comps, "local node proxy", func(ctx context.Context) error {
-				return runLocalProxy(ctx, log, ns.URL(), o.node, shared)
+				return runLocalProxy(ctx, log, ns.URL(), creds, o.node, shared)
 			})
 		}
 	}
@@ -247,9 +291,13 @@ func runLocalNode(ctx context.Context, log *slog.Logger, dir string, hosts []str
 		return err
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	creds, err := restCredentials(cfg)
+	if err != nil {
+		return err
+	}
 	o.rootDir = filepath.Join(dir, "kubelet")
 	o.caFile = filepath.Join(pkiDir, "ca.crt")
-	return runNode(ctx, log, cfg, natsURL, "local", o)
+	return runNode(ctx, log, cfg, natsURL, creds, o)
 }
 
 // componentConfig returns a client config for an in-process component,
@@ -280,6 +328,9 @@ func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir string, 
 		// only component that reads the CA key.
 		o.Tuning.ClusterSigningCertFile, o.Tuning.ClusterSigningKeyFile = filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "ca.key")
 	}
+	if o.NATS, err = restCredentials(cfg); err != nil {
+		return err
+	}
 	o.REST, o.NATSURL, o.Logger, o.Caches = cfg, natsURL, log.With("component", "controller-manager"), shared
 	return kcm.Run(ctx, o)
 }
@@ -287,7 +338,7 @@ func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir string, 
 // runLocalProxy runs the local node's proxy, programming the nftables of
 // the node network namespace when there is one, on the shared informers
 // when there are.
-func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, o nodeOptions, shared *cache.Informers) error {
+func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, creds bus.Credentials, o nodeOptions, shared *cache.Informers) error {
 	name := o.name
 	if name == "" {
 		h, err := os.Hostname()
@@ -309,11 +360,22 @@ func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, o node
 	if err != nil {
 		return err
 	}
-	nc, js, err := bus.Connect(natsURL, "kube-proxy-"+name)
+	nc, js, err := bus.Connect(natsURL, "kube-proxy-"+name, creds)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	plog := log.With("component", "proxy")
 	return proxy.Run(ctx, withProxyCaches(proxy.Config{JetStream: js, Instance: name, Applier: a, Logger: plog, Families: proxyFamilies(ctx, a, true, plog)}, shared))
+}
+
+// embeddedNATSTLS is the embedded NATS server's side of the bus's mutual
+// TLS: a serving certificate of the cluster CA for loopback, and the CA
+// that clients' certificates must chain to.
+func embeddedNATSTLS(b *pki.Bundle) (*tls.Config, error) {
+	cert, key, err := b.IssueServing(natsServingName, natsHosts)
+	if err != nil {
+		return nil, fmt.Errorf("nats serving certificate: %w", err)
+	}
+	return natsserver.ServerTLS(b.CAFile, cert, key)
 }

@@ -19,15 +19,13 @@ const sharedComponent = "kubebus-server"
 // (the controller-manager, the scheduler, the local proxy): one per
 // resource for the whole process, each one durable bus consumer, instead
 // of one per component, and the function that runs them until its context
-// ends. Without the controller-manager, which reads most of them, it
-// returns nils and each component keeps its own, as it does in a process
-// of its own.
-func newSharedCaches(log *slog.Logger, natsURL string, withKCM bool) (*cache.Informers, func(context.Context) error) {
-	if !withKCM {
-		return nil, nil
-	}
+// ends. They read the bus as busauth.InformersUser (creds). The server
+// builds them only with the controller-manager, which reads most of them;
+// without it each component keeps its own, as it does in a process of its
+// own. On failure it returns nils, with the same effect.
+func newSharedCaches(log *slog.Logger, natsURL string, creds bus.Credentials) (*cache.Informers, func(context.Context) error) {
 	log = log.With("component", "informers")
-	nc, js, err := bus.Connect(natsURL, sharedComponent)
+	nc, js, err := bus.Connect(natsURL, sharedComponent, creds)
 	if err != nil {
 		log.Warn("no shared informers; each component keeps its own", "err", err)
 		return nil, nil

@@ -17,6 +17,7 @@ func newTapCmd(g *globals) *cobra.Command {
 		fl         tap.Flags
 		lag        bool
 		kubeconfig string
+		nf         natsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "tap",
@@ -29,7 +30,13 @@ Without --since, tap follows from now; with --follow=false it prints the
 whole retained history and exits. --since takes an etcd revision (replay
 from that revision, inclusive) or a duration (replay what was stored in it).
 
-tap is read-only: it never publishes and creates no durable consumer.`,
+tap is read-only: it never publishes and creates no durable consumer.
+
+Reading NATS directly needs bus credentials of a reader (system:masters,
+as the admin kubeconfig's): by default the client certificate and CA of
+$KUBECONFIG (or ~/.kube/config), overridden by --nats-ca-file,
+--nats-cert-file and --nats-key-file. With --kubeconfig the API server
+reads the bus instead.`,
 		Example: `  kubebus tap
   kubebus tap --resource deployments.apps -n default --type MODIFIED
   kubebus tap --resource pods -l app=web --since 10m
@@ -38,7 +45,7 @@ tap is read-only: it never publishes and creates no durable consumer.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if lag {
-				return tap.Lag(cmd.Context(), fl.URL, cmd.OutOrStdout())
+				return tapLag(cmd, fl.URL, nf)
 			}
 			all, _ := cmd.Flags().GetBool("all-namespaces")
 			fl.AllNamespaces = all && cmd.Flags().Changed("all-namespaces")
@@ -58,10 +65,15 @@ tap is read-only: it never publishes and creates no durable consumer.`,
 				return err
 			}
 			cfg.Logger = g.logger()
-			return tap.Run(cmd.Context(), cfg, cmd.OutOrStdout())
+			creds, err := nf.credentialsFrom("")
+			if err != nil {
+				return fmt.Errorf("tap: bus credentials: %w", err)
+			}
+			return tap.Run(cmd.Context(), cfg, creds, cmd.OutOrStdout())
 		},
 	}
 	cmd.PersistentFlags().StringVar(&fl.URL, "nats-url", tap.DefaultURL, "NATS server URL")
+	addNATSFlags(cmd.PersistentFlags(), &nf)
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "read through the API server with this kubeconfig instead of from NATS directly")
 	f := cmd.Flags()
 	f.StringVar(&fl.Resource, "resource", "", "only this resource: pods, deployments.apps, apps/deployments or a short name")
@@ -75,11 +87,11 @@ tap is read-only: it never publishes and creates no durable consumer.`,
 	f.StringVarP(&fl.Output, "output", "o", "table", "output format: table, json (one object per line) or yaml")
 	f.BoolVar(&fl.NoColor, "no-color", false, "never colour the diff")
 	f.BoolVar(&lag, "lag", false, "print consumer lag instead (same as 'kubebus tap lag')")
-	cmd.AddCommand(newTapLagCmd(&fl))
+	cmd.AddCommand(newTapLagCmd(&fl, &nf))
 	return cmd
 }
 
-func newTapLagCmd(fl *tap.Flags) *cobra.Command {
+func newTapLagCmd(fl *tap.Flags, nf *natsFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "lag",
 		Short: "Show how far every durable consumer of the bus is behind",
@@ -89,9 +101,18 @@ unacknowledged), the age of the oldest one it has not acknowledged, and the
 revision at its ack floor; the most behind first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return tap.Lag(cmd.Context(), fl.URL, cmd.OutOrStdout())
+			return tapLag(cmd, fl.URL, *nf)
 		},
 	}
+}
+
+// tapLag prints the consumers' lag.
+func tapLag(cmd *cobra.Command, url string, nf natsFlags) error {
+	creds, err := nf.credentialsFrom("")
+	if err != nil {
+		return fmt.Errorf("tap: bus credentials: %w", err)
+	}
+	return tap.Lag(cmd.Context(), url, creds, cmd.OutOrStdout())
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -1,0 +1,193 @@
+// Package busauth decides what each bus identity may do on NATS: a pure
+// function from the identity in a verified client certificate (its common
+// name and organizations, read as the API server reads them) to the
+// subjects it may publish and subscribe to. The embedded NATS server
+// (bus/natsserver) applies it to every connection.
+//
+// There are three roles:
+//
+//   - The publisher (PublisherUser, the API server): it writes every
+//     object subject (kube.>, knode.>, kstate.>, kstatenode.>, kbus.>),
+//     manages the streams and consumers ($JS.API.>) and acks what its
+//     own informers read ($JS.ACK.>).
+//   - Readers (the controller-manager, the scheduler, the proxy, the
+//     all-in-one's shared informers, system:masters for the tap and
+//     tools): they may only read the three streams, through the JetStream
+//     API: stream info, consumer create/info/delete/next/list/names, message
+//     get and direct get, and acks. They cannot publish an object subject
+//     nor create, update, purge or delete a stream.
+//   - A node (system:node:NAME in system:nodes, a kubelet): only its own
+//     pods. It may create exactly one consumer on KUBE_NODEPODS and one on
+//     KUBE_STATE, both named NodeConsumer(NAME), through the create API
+//     whose subject carries the filter (so the server checks that the
+//     filter is knode.NAME.> or kstatenode.NAME.>), pull from, inspect,
+//     delete and ack only those, direct-get the last message of its own
+//     node subjects and the last gap event, and read stream info.
+//
+// Everyone subscribes only under its own inbox prefix (bus.InboxPrefix),
+// so replies and pulled messages of one identity are not readable by
+// another. Any other identity is refused.
+package busauth
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/kubebus/kubebus/bus"
+)
+
+// Identities the bus knows by name.
+const (
+	// PublisherUser is the API server's bus identity.
+	PublisherUser = "system:kubebus:publisher"
+	// InformersUser is the identity of the informers the components of
+	// `kubebus server` share.
+	InformersUser = "system:kubebus:informers"
+	// ControllerManagerUser, SchedulerUser and ProxyUser are the
+	// components' own (Kubernetes) identities.
+	ControllerManagerUser = "system:kube-controller-manager"
+	SchedulerUser         = "system:kube-scheduler"
+	ProxyUser             = "system:kube-proxy"
+	// MastersGroup members (the admin) read the bus: the tap, tools.
+	MastersGroup = "system:masters"
+	// NodeUserPrefix and NodesGroup make a kubelet's identity:
+	// system:node:NAME in system:nodes.
+	NodeUserPrefix = "system:node:"
+	NodesGroup     = "system:nodes"
+)
+
+// Identity is who a verified client certificate names.
+type Identity struct {
+	User   string
+	Groups []string
+}
+
+// Role is what an identity may do on the bus.
+type Role int
+
+// The roles.
+const (
+	RoleNone Role = iota
+	RolePublisher
+	RoleReader
+	RoleNode
+)
+
+func (r Role) String() string {
+	switch r {
+	case RolePublisher:
+		return "publisher"
+	case RoleReader:
+		return "reader"
+	case RoleNode:
+		return "node"
+	}
+	return "none"
+}
+
+// ErrUnknownIdentity: the identity has no role on the bus.
+var ErrUnknownIdentity = errors.New("busauth: identity has no role on the bus")
+
+// readers are the users that read the bus without being in system:masters.
+var readers = []string{InformersUser, ControllerManagerUser, SchedulerUser, ProxyUser}
+
+// RoleOf returns an identity's role and, for a node, its name.
+func RoleOf(id Identity) (Role, string) {
+	switch {
+	case id.User == PublisherUser:
+		return RolePublisher, ""
+	case strings.HasPrefix(id.User, NodeUserPrefix):
+		name := strings.TrimPrefix(id.User, NodeUserPrefix)
+		if name == "" || !slices.Contains(id.Groups, NodesGroup) {
+			return RoleNone, ""
+		}
+		return RoleNode, name
+	case slices.Contains(readers, id.User), slices.Contains(id.Groups, MastersGroup):
+		return RoleReader, ""
+	}
+	return RoleNone, ""
+}
+
+// NodeConsumer is the name of a node's consumers (its live consumer on
+// KUBE_NODEPODS and its snapshot consumer on KUBE_STATE): the durable name
+// bus/informer gives a node informer of component "kubelet" without an
+// instance, "kubelet-core-pods-<escaped node>".
+func NodeConsumer(node string) string { return "kubelet-core-pods-" + bus.Escape(node) }
+
+// streams are the streams readers read.
+var streams = []string{bus.HistoryStream, bus.NodePodsStream, bus.StateStream}
+
+// Permissions returns what id may publish and subscribe to, or
+// ErrUnknownIdentity. Every list is an allow-list: what it does not name
+// is refused.
+func Permissions(id Identity) (*server.Permissions, error) {
+	role, node := RoleOf(id)
+	var pub []string
+	switch role {
+	case RolePublisher:
+		pub = []string{"kube.>", "knode.>", "kstate.>", "kstatenode.>", "kbus.>", "$JS.API.>", "$JS.ACK.>"}
+	case RoleReader:
+		pub = readerSubjects()
+	case RoleNode:
+		pub = nodeSubjects(node)
+	default:
+		return nil, fmt.Errorf("%w: user %q, groups %q", ErrUnknownIdentity, id.User, id.Groups)
+	}
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: pub},
+		Subscribe: &server.SubjectPermission{Allow: []string{bus.InboxPrefix(id.User) + ".>"}},
+	}, nil
+}
+
+const api = "$JS.API."
+
+// readerSubjects are the JetStream API calls that read the streams.
+func readerSubjects() []string {
+	var s []string
+	for _, st := range streams {
+		s = append(s,
+			api+"STREAM.INFO."+st,
+			api+"STREAM.MSG.GET."+st,
+			api+"DIRECT.GET."+st,
+			api+"DIRECT.GET."+st+".>",
+			api+"CONSUMER.CREATE."+st+".>", // with or without the filter in the subject
+			api+"CONSUMER.DURABLE.CREATE."+st+".*",
+			api+"CONSUMER.INFO."+st+".*",
+			api+"CONSUMER.DELETE."+st+".*",
+			api+"CONSUMER.MSG.NEXT."+st+".*",
+			api+"CONSUMER.LIST."+st,
+			api+"CONSUMER.NAMES."+st,
+			"$JS.ACK."+st+".>",
+		)
+	}
+	return s
+}
+
+// nodeSubjects are the calls of a node's pod informer, for its node only.
+func nodeSubjects(node string) []string {
+	c := NodeConsumer(node)
+	s := []string{
+		api + "STREAM.INFO." + bus.HistoryStream,
+		api + "STREAM.INFO." + bus.NodePodsStream,
+		api + "STREAM.INFO." + bus.StateStream,
+		// The server rejects a create whose config's filter differs
+		// from the one in the subject.
+		api + "CONSUMER.CREATE." + bus.NodePodsStream + "." + c + "." + bus.NodeFilter(node),
+		api + "CONSUMER.CREATE." + bus.StateStream + "." + c + "." + bus.StateNodeFilter(node),
+		// Last message of its own chain (eviction checks, the start) and
+		// the last gap announced; the subject carries what is read.
+		api + "DIRECT.GET." + bus.NodePodsStream + "." + bus.NodeFilter(node),
+		api + "DIRECT.GET." + bus.HistoryStream + "." + bus.GapSubject,
+		"$JS.ACK." + bus.NodePodsStream + "." + c + ".>",
+	}
+	for _, st := range []string{bus.NodePodsStream, bus.StateStream} {
+		for _, op := range []string{"INFO", "DELETE", "MSG.NEXT"} {
+			s = append(s, api+"CONSUMER."+op+"."+st+"."+c)
+		}
+	}
+	return s
+}

@@ -1,0 +1,67 @@
+package natsserver
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/kubebus/kubebus/bus/busauth"
+)
+
+// certAuth authenticates a client by the certificate the TLS handshake
+// verified and registers it with the permissions busauth grants.
+type certAuth struct{ log *slog.Logger }
+
+// Check implements server.Authentication.
+func (a certAuth) Check(c server.ClientAuthentication) bool {
+	if c.Kind() != server.CLIENT {
+		return false
+	}
+	leaf := verifiedLeaf(c.GetTLSConnectionState())
+	if leaf == nil {
+		a.log.Info("nats connection refused: no verified client certificate", "remote", c.RemoteAddress())
+		return false
+	}
+	id := busauth.Identity{User: leaf.Subject.CommonName, Groups: leaf.Subject.Organization}
+	perms, err := busauth.Permissions(id)
+	if err != nil {
+		a.log.Info("nats connection refused", "remote", c.RemoteAddress(), "err", err)
+		return false
+	}
+	c.RegisterUser(&server.User{Username: id.User, Permissions: perms})
+	return true
+}
+
+// verifiedLeaf is the client certificate the handshake verified against
+// the CA, or nil.
+func verifiedLeaf(st *tls.ConnectionState) *x509.Certificate {
+	if st == nil || len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return st.VerifiedChains[0][0]
+}
+
+// ServerTLS returns the server side of the bus's mutual TLS from PEM
+// files: the server's certificate and key, and the CA that signs clients'
+// certificates (also trusted when dialling cluster routes).
+func ServerTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: reading the CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New("embedded nats: the CA file holds no PEM certificate")
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: serving certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, RootCAs: pool,
+		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, nil
+}
