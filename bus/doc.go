@@ -31,7 +31,13 @@
 //   - KUBE_STATE (kstate.>, kstatenode.>): the latest event per object (one
 //     message per subject); a DELETED event stays as a tombstone that expires
 //     after an hour. A new consumer rebuilds the current state of a resource
-//     from here without asking the API server.
+//     from here without asking the API server. Its byte limit (default that
+//     of the history) discards new messages when reached, never an object's
+//     latest state: the publisher then stalls, and /readyz says so.
+//
+// Only the API server's publisher may write these subjects or manage the
+// streams; readers and kubelets get the subjects package busauth allows
+// them, over mutual TLS (see docs/architecture.md).
 //
 // # Events and ordering
 //
@@ -44,8 +50,8 @@
 // something": every event's Kube-Chain-Prev must equal the revision of the
 // last event it saw on that chain. Control events on kbus.gap (and
 // knode._gap for node consumers) say the publisher could not republish a
-// range of revisions (etcd compacted them while NATS was unreachable); the
-// publisher reseeds KUBE_STATE first, then publishes the GAP, and consumers
+// range of revisions (etcd compacted them while NATS was unreachable, or the
+// streams were lost and recreated); the publisher reseeds KUBE_STATE first, then publishes the GAP, and consumers
 // heal by reloading from the state stream. After a GAP every chain
 // restarts: the next event of any chain has Kube-Chain-Prev equal to the
 // GAP's revision (or, after a publisher restart, to the chain's last
