@@ -84,14 +84,14 @@ kubeconfig is).`,
 				qps = max(qps, 50*float32(nodes))
 			}
 			cfg.QPS, cfg.Burst = qps, int(2*qps)
-			creds, err := nf.credentials(cfg)
-			if err != nil {
-				return err
-			}
 			if instance == "" {
 				instance, _ = os.Hostname()
 			}
 			if nodes <= 0 {
+				creds, err := nf.credentials(cfg)
+				if err != nil {
+					return err
+				}
 				if o.caFile == "" {
 					o.caFile, o.caData = cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData
 				}
@@ -123,6 +123,10 @@ kubeconfig is).`,
 				return fmt.Errorf("creating the API client: %w", err)
 			}
 			capacity, err := node.Capacity(cpu, memory, ephemeral, pods)
+			if err != nil {
+				return err
+			}
+			creds, err := nf.credentials(cfg)
 			if err != nil {
 				return err
 			}
