@@ -17,9 +17,17 @@ import (
 // subject (CN the user, O the groups, as the API server reads them) is the
 // component's bus identity. Each of the three comes from its file, or from
 // its PEM data when the file is empty (a kubeconfig may embed them).
+//
+// A component in the process that runs the NATS server (kubebus server)
+// connects in process instead: InProcess is that server, and Token the
+// secret it issued for the identity User (natsserver.Server.InProcess).
+// Such a connection never leaves the process, so it has no TLS.
 type Credentials struct {
 	CAFile, CertFile, KeyFile string
 	CAData, CertData, KeyData []byte
+
+	InProcess   nats.InProcessConnProvider
+	Token, User string
 }
 
 // TLSConfig returns the client side of the bus's mutual TLS: the server
@@ -82,6 +90,12 @@ func InboxPrefix(user string) string { return "_INBOX_" + Escape(user) }
 // options are the connection options every bus client uses: mutual TLS
 // with creds and the user's own inbox prefix.
 func (c Credentials) options(name string) ([]nats.Option, error) {
+	if c.InProcess != nil {
+		if c.Token == "" || c.User == "" {
+			return nil, errors.New("bus credentials: an in-process connection needs its token and user")
+		}
+		return []nats.Option{nats.Name(name), nats.InProcessServer(c.InProcess), nats.Token(c.Token), nats.CustomInboxPrefix(InboxPrefix(c.User))}, nil
+	}
 	cfg, user, err := c.TLSConfig()
 	if err != nil {
 		return nil, err

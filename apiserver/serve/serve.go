@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"log/slog"
 	"net"
 	"net/http"
@@ -38,7 +39,11 @@ type Options struct {
 	// EtcdCertFile and EtcdKeyFile are the client certificate they require
 	// (upstream's --etcd-cafile, --etcd-certfile and --etcd-keyfile).
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
-	NATSURL                               string
+	// EtcdClient, when set, is an in-process client of an embedded member
+	// (kubebus server's), used instead of dialling EtcdServers: its
+	// requests do not leave the process.
+	EtcdClient *clientv3.Client
+	NATSURL    string
 	// NATSCredentials are the API server's bus credentials. The bus lets
 	// its identity (busauth.PublisherUser) publish and manage the streams.
 	// Empty: the CA of PKIDir and a client certificate for
@@ -119,7 +124,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	metrics := apiserver.NewMetrics()
 	scfg := storage.Config{Endpoints: o.EtcdServers, Observe: metrics.ObserveEtcd,
-		CAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile}
+		CAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, Client: o.EtcdClient}
 	if o.Auth.EncryptionProviderConfig != "" {
 		t, err := encryption.Load(o.Auth.EncryptionProviderConfig)
 		if err != nil {
@@ -157,7 +162,7 @@ func Run(ctx context.Context, o Options) error {
 	var js jetstream.JetStream
 	if o.NATSURL != "" {
 		url, creds := o.NATSURL, o.NATSCredentials
-		if creds.CertFile == "" && len(creds.CertData) == 0 {
+		if creds.CertFile == "" && len(creds.CertData) == 0 && creds.InProcess == nil {
 			if creds, err = publisherCredentials(bundle, creds); err != nil {
 				return err
 			}

@@ -51,9 +51,16 @@ type Config struct {
 	// when empty); CertFile and KeyFile are the client certificate the
 	// members require. Any of them makes every endpoint need https.
 	CAFile, CertFile, KeyFile string
+	// Client, when set, is the client to use (the embedded member's
+	// in-process client), instead of one dialled to Endpoints; the Store
+	// closes it.
+	Client *clientv3.Client
 }
 
 func (c *Config) validate() error {
+	if c.Client != nil {
+		return nil
+	}
 	if len(c.Endpoints) == 0 {
 		return errors.New("storage: no etcd endpoints")
 	}
@@ -82,20 +89,23 @@ func New(cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	tlsCfg, err := cfg.tlsConfig()
-	if err != nil {
-		return nil, err
-	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:          cfg.Endpoints,
-		DialTimeout:        cfg.DialTimeout,
-		TLS:                tlsCfg,
-		Logger:             zap.NewNop(),
-		MaxCallSendMsgSize: 8 << 20,
-		MaxCallRecvMsgSize: 1 << 30,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to etcd %v: %w", cfg.Endpoints, err)
+	cli := cfg.Client
+	if cli == nil {
+		tlsCfg, err := cfg.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		cli, err = clientv3.New(clientv3.Config{
+			Endpoints:          cfg.Endpoints,
+			DialTimeout:        cfg.DialTimeout,
+			TLS:                tlsCfg,
+			Logger:             zap.NewNop(),
+			MaxCallSendMsgSize: 8 << 20,
+			MaxCallRecvMsgSize: 1 << 30,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("connecting to etcd %v: %w", cfg.Endpoints, err)
+		}
 	}
 	obs := cfg.Observe
 	if obs == nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/nats-io/nats-server/v2/server"
 
@@ -14,20 +15,27 @@ import (
 )
 
 // certAuth authenticates a client by the certificate the TLS handshake
-// verified and registers it with the permissions busauth grants.
-type certAuth struct{ log *slog.Logger }
+// verified, or an in-process client by the token this server issued it,
+// and registers it with the permissions busauth grants.
+type certAuth struct {
+	log       *slog.Logger
+	inProcess *sync.Map // token -> busauth.Identity
+}
 
 // Check implements server.Authentication.
 func (a certAuth) Check(c server.ClientAuthentication) bool {
 	if c.Kind() != server.CLIENT {
 		return false
 	}
-	leaf := verifiedLeaf(c.GetTLSConnectionState())
-	if leaf == nil {
+	var id busauth.Identity
+	if leaf := verifiedLeaf(c.GetTLSConnectionState()); leaf != nil {
+		id = busauth.Identity{User: leaf.Subject.CommonName, Groups: leaf.Subject.Organization}
+	} else if v, ok := a.inProcessIdentity(c); ok {
+		id = v
+	} else {
 		a.log.Info("nats connection refused: no verified client certificate", "remote", c.RemoteAddress())
 		return false
 	}
-	id := busauth.Identity{User: leaf.Subject.CommonName, Groups: leaf.Subject.Organization}
 	perms, err := busauth.Permissions(id)
 	if err != nil {
 		a.log.Info("nats connection refused", "remote", c.RemoteAddress(), "err", err)
@@ -35,6 +43,25 @@ func (a certAuth) Check(c server.ClientAuthentication) bool {
 	}
 	c.RegisterUser(&server.User{Username: id.User, Permissions: perms})
 	return true
+}
+
+// inProcessIdentity is the identity of an in-process client (one whose
+// connection is a pipe inside this process, which nothing outside it can
+// open) that presents a token this server issued.
+func (a certAuth) inProcessIdentity(c server.ClientAuthentication) (busauth.Identity, bool) {
+	addr := c.RemoteAddress()
+	if addr == nil || addr.Network() != "pipe" || a.inProcess == nil {
+		return busauth.Identity{}, false
+	}
+	tok := c.GetOpts().Token
+	if tok == "" {
+		return busauth.Identity{}, false
+	}
+	v, ok := a.inProcess.Load(tok)
+	if !ok {
+		return busauth.Identity{}, false
+	}
+	return v.(busauth.Identity), true
 }
 
 // verifiedLeaf is the client certificate the handshake verified against

@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/test/harness"
 )
 
@@ -248,6 +252,76 @@ func TestIntegrationAuthSecretsAtRest(t *testing.T) {
 	}
 	if !strings.Contains(tap, `"vault"`) || strings.Contains(tap, "hunter2") || strings.Contains(tap, "aHVudGVyMi1wbGFpbnRleHQ") {
 		t.Errorf("the tap shows Secret data or not the Secret:\n%s", tap)
+	}
+
+	// kubectl apply keeps a copy of what it applied in an annotation; the
+	// bus carries neither it nor the data, in any message of any stream.
+	applied := filepath.Join(t.TempDir(), "applied.yaml")
+	if err := os.WriteFile(applied, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: applied}\nstringData: {token: applied-plaintext-value}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.MustRun(t, k, "", "apply", "-f", applied)
+	s.MustRun(t, k, "", "delete", "secret", "vault")
+	_, js := s.BusConnect(t, "e2e", "system:masters")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	secrets := 0
+	harness.Eventually(t, 15*time.Second, func() error {
+		secrets = 0
+		for _, name := range bus.StreamNames {
+			st, err := js.Stream(ctx, name)
+			if err != nil {
+				return err
+			}
+			info, err := st.Info(ctx)
+			if err != nil {
+				return err
+			}
+			for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
+				msg, err := st.GetMsg(ctx, seq)
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				for _, secret := range []string{"hunter2", "aHVudGVyMi1wbGFpbnRleHQ", "applied-plaintext-value", "YXBwbGllZC1wbGFpbnRleHQtdmFsdWU"} {
+					if bytes.Contains(msg.Data, []byte(secret)) {
+						t.Fatalf("%s message %d (%s) holds Secret data: %s", name, seq, msg.Subject, msg.Data)
+					}
+				}
+				if strings.Contains(msg.Subject, ".secrets.") {
+					secrets++
+				}
+			}
+		}
+		// vault's create and delete and applied's create, on two streams.
+		if secrets < 5 {
+			return fmt.Errorf("%d Secret messages on the bus, want at least 5", secrets)
+		}
+		return nil
+	})
+
+	// etcd takes only its own CA's client certificates: none, or the
+	// admin's of the cluster CA, is refused.
+	admin, err := tls.LoadX509KeyPair(filepath.Join(s.Dir, "pki", "admin.crt"), filepath.Join(s.Dir, "pki", "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, certs := range map[string][]tls.Certificate{"no certificate": nil, "the admin's certificate": {admin}} {
+		cfg := s.EtcdTLS(t)
+		cfg.Certificates = certs
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m[1]}, TLS: cfg, DialTimeout: 3 * time.Second})
+		if err != nil {
+			continue // refused while dialling
+		}
+		gctx, gcancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err = cli.Get(gctx, "/registry/core/secrets/default/applied")
+		gcancel()
+		cli.Close()
+		if err == nil {
+			t.Errorf("etcd served a client with %s", name)
+		}
 	}
 }
 

@@ -23,8 +23,10 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 )
 
@@ -115,6 +117,12 @@ type Etcd struct {
 	// without TLS).
 	Endpoint string
 }
+
+// Client returns a client of this member that does not leave the process:
+// no connection, no TLS, the requests go straight to the member's server
+// (etcd's v3client). The all-in-one's API server uses it. Close it when
+// done.
+func (e *Etcd) Client() *clientv3.Client { return v3client.New(e.e.Server) }
 
 // Start starts the member and waits until it serves, which for a member of
 // several is once a leader is elected: start the others meanwhile.

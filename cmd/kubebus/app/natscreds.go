@@ -8,7 +8,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/bus"
 )
 
@@ -67,23 +66,6 @@ func (n natsFlags) credentialsFrom(path string) (bus.Credentials, error) {
 		cfg = nil
 	}
 	return n.credentials(cfg)
-}
-
-// restCredentials are the bus credentials of an in-process component: the
-// client certificate of its API identity.
-func restCredentials(cfg *rest.Config) (bus.Credentials, error) {
-	return natsFlags{}.credentials(cfg)
-}
-
-// pkiCredentials issues user (in groups) a client certificate from the
-// cluster CA in pkiDir and returns it as bus credentials: for in-process
-// identities that do not talk to the API server.
-func pkiCredentials(b *pki.Bundle, user string, groups ...string) (bus.Credentials, error) {
-	cert, key, err := b.IssueClient(user, groups)
-	if err != nil {
-		return bus.Credentials{}, fmt.Errorf("bus credentials of %s: %w", user, err)
-	}
-	return bus.Credentials{CAFile: b.CAFile, CertFile: cert, KeyFile: key}, nil
 }
 
 // natsServingName is the embedded NATS server's certificate name (its

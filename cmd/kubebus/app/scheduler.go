@@ -77,7 +77,7 @@ func loadSchedulerConfig(file string) (*config.Configuration, error) {
 }
 
 // runScheduler runs the scheduler in this process.
-func runScheduler(ctx context.Context, log *slog.Logger, pkiDir string, hosts []string, addr, natsURL, configFile string, shared *cache.Informers) error {
+func runScheduler(ctx context.Context, log *slog.Logger, pkiDir string, hosts []string, addr, natsURL string, creds bus.Credentials, configFile string, shared *cache.Informers) error {
 	cfg, err := componentConfig(pkiDir, hosts, addr, "system:kube-scheduler")
 	if err != nil {
 		return fmt.Errorf("scheduler credentials: %w", err)
@@ -89,10 +89,6 @@ func runScheduler(ctx context.Context, log *slog.Logger, pkiDir string, hosts []
 			// 50 QPS client limit would only throttle it, as for the
 			// controller-manager.
 			c.ClientConnection.QPS, c.ClientConnection.Burst = 1000, 2000
-		}
-		var creds bus.Credentials
-		if creds, err = restCredentials(cfg); err != nil {
-			return err
 		}
 		err = shell.Run(ctx, shell.Options{REST: cfg, NATSURL: natsURL, NATS: creds, Config: c, Logger: log.With("component", "scheduler"), Caches: schedulerCaches(shared)})
 	}

@@ -184,11 +184,22 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 			return fmt.Errorf("encryption at rest: %w", err)
 		}
 	}
+	// The components of this process reach the bus in process: their
+	// messages never leave it, so they need no TLS, and each keeps the
+	// identity, and so the permissions, its certificate would give it.
+	inProcess := func(user string, groups ...string) (bus.Credentials, error) {
+		return ns.InProcess(busauth.Identity{User: user, Groups: groups})
+	}
+	publisher, err := inProcess(busauth.PublisherUser)
+	if err != nil {
+		return err
+	}
 	listening := make(chan string, 1)
 	sup.Go(sup.tier(), "api server", func(ctx context.Context) error {
 		return serve.Run(ctx, serve.Options{
-			EtcdServers: []string{etcd.Endpoint}, NATSURL: ns.URL(),
-			EtcdCAFile: etcdPKI.CAFile, EtcdCertFile: etcdPKI.APIServerClientCertFile, EtcdKeyFile: etcdPKI.APIServerClientKeyFile,
+			EtcdServers: []string{etcd.Endpoint}, NATSURL: ns.URL(), NATSCredentials: publisher,
+			// In process: the API server's etcd requests do not leave it.
+			EtcdClient:  etcd.Client(),
 			BindAddress: o.bind, Port: o.port, PKIDir: pkiDir,
 			Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus, TokenFile: o.tokenFile,
 			ServiceClusterIPRange: o.svcIPRange, ServiceNodePortRange: o.nodePorts,
@@ -209,7 +220,7 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 	var shared *cache.Informers
 	var runShared func(context.Context) error
 	if !o.noKCM {
-		creds, err := pkiCredentials(bundle, busauth.InformersUser)
+		creds, err := inProcess(busauth.InformersUser)
 		if err != nil {
 			return err
 		}
@@ -220,13 +231,21 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 	}
 	comps := sup.tier()
 	if !o.noKCM {
+		creds, err := inProcess("system:kube-controller-manager")
+		if err != nil {
+			return err
+		}
 		sup.Go(comps, "controller-manager", func(ctx context.Context) error {
-			return runControllerManager(ctx, log, pkiDir, hosts, addr, ns.URL(), o.kcm, shared)
+			return runControllerManager(ctx, log, pkiDir, hosts, addr, ns.URL(), creds, o.kcm, shared)
 		})
 	}
 	if !o.noSched {
+		creds, err := inProcess("system:kube-scheduler")
+		if err != nil {
+			return err
+		}
 		sup.Go(comps, "scheduler", func(ctx context.Context) error {
-			return runScheduler(ctx, log, pkiDir, hosts, addr, ns.URL(), o.schedCfg, shared)
+			return runScheduler(ctx, log, pkiDir, hosts, addr, ns.URL(), creds, o.schedCfg, shared)
 		})
 	}
 	nodeReady := make(chan struct{})
@@ -235,8 +254,12 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 	} else {
 		var once sync.Once
 		o.node.onReady = func() { once.Do(func() { close(nodeReady) }) }
+		nodeCreds, err := inProcess("system:node:"+o.node.name, "system:nodes")
+		if err != nil {
+			return err
+		}
 		sup.Go(comps, "local node "+o.node.name, func(ctx context.Context) error {
-			return runLocalNode(ctx, log, dir, hosts, addr, ns.URL(), o.node)
+			return runLocalNode(ctx, log, dir, hosts, addr, ns.URL(), nodeCreds, o.node)
 		})
 		if o.node.netns != "" && o.auth.AdvertiseAddress == nodeAPIAddress {
 			sup.Go(comps, "local node API forwarder", func(ctx context.Context) error {
@@ -245,7 +268,7 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 			})
 		}
 		if !o.noProxy {
-			creds, err := pkiCredentials(bundle, busauth.ProxyUser)
+			creds, err := inProcess(busauth.ProxyUser)
 			if err != nil {
 				return err
 			}
@@ -277,7 +300,7 @@ const nodeAPIAddress = "10.254.254.254"
 
 // runLocalNode runs the all-in-one's own node: a kubelet with its root
 // under the data dir, authenticated as system:node:<name> in system:nodes.
-func runLocalNode(ctx context.Context, log *slog.Logger, dir string, hosts []string, addr, natsURL string, o nodeOptions) error {
+func runLocalNode(ctx context.Context, log *slog.Logger, dir string, hosts []string, addr, natsURL string, creds bus.Credentials, o nodeOptions) error {
 	if o.name == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -291,10 +314,6 @@ func runLocalNode(ctx context.Context, log *slog.Logger, dir string, hosts []str
 		return err
 	}
 	cfg.QPS, cfg.Burst = 50, 100
-	creds, err := restCredentials(cfg)
-	if err != nil {
-		return err
-	}
 	o.rootDir = filepath.Join(dir, "kubelet")
 	o.caFile = filepath.Join(pkiDir, "ca.crt")
 	return runNode(ctx, log, cfg, natsURL, creds, o)
@@ -318,7 +337,7 @@ func componentConfig(pkiDir string, hosts []string, addr, user string, groups ..
 
 // runControllerManager runs the controller-manager in this process, on
 // the shared informers when there are.
-func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir string, hosts []string, addr, natsURL string, o kcm.Options, shared *cache.Informers) error {
+func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir string, hosts []string, addr, natsURL string, creds bus.Credentials, o kcm.Options, shared *cache.Informers) error {
 	cfg, err := componentConfig(pkiDir, hosts, addr, "system:kube-controller-manager")
 	if err != nil {
 		return fmt.Errorf("controller-manager credentials: %w", err)
@@ -328,9 +347,7 @@ func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir string, 
 		// only component that reads the CA key.
 		o.Tuning.ClusterSigningCertFile, o.Tuning.ClusterSigningKeyFile = filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "ca.key")
 	}
-	if o.NATS, err = restCredentials(cfg); err != nil {
-		return err
-	}
+	o.NATS = creds
 	o.REST, o.NATSURL, o.Logger, o.Caches = cfg, natsURL, log.With("component", "controller-manager"), shared
 	return kcm.Run(ctx, o)
 }
