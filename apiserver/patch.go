@@ -75,6 +75,31 @@ func parsePatch(r *http.Request) (patchRequest, error) {
 	return patchRequest{typ: pt, body: body, directive: directive}, nil
 }
 
+// checkPatchValues refuses an add, replace or test operation without a
+// value (RFC 6902 requires one), which json-patch v4 dereferences as nil.
+func checkPatchValues(p jsonpatch.Patch) error {
+	for i, op := range p {
+		switch kind := op.Kind(); kind {
+		case "add", "replace", "test":
+			if _, ok := op["value"]; !ok {
+				return fmt.Errorf("operation %d (%s) has no value", i, kind)
+			}
+		}
+	}
+	return nil
+}
+
+// applyJSONPatch applies p, turning a panic of the library on input it
+// did not expect into an error of the patch.
+func applyJSONPatch(p jsonpatch.Patch, current []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("the patch cannot be applied: %v", r)
+		}
+	}()
+	return p.Apply(current)
+}
+
 // applyPatch applies a patch to the JSON of an object, using schemaObj
 // (a zero value of the Go type) for strategic merge patches.
 func applyPatch(pr patchRequest, current []byte, schemaObj any) ([]byte, error) {
@@ -91,7 +116,9 @@ func applyPatch(pr patchRequest, current []byte, schemaObj any) ([]byte, error) 
 		if len(p) > maxJSONPatchOperations {
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
-		out, err = p.Apply(current)
+		if err = checkPatchValues(p); err == nil {
+			out, err = applyJSONPatch(p, current)
+		}
 	case types.MergePatchType:
 		if !json.Valid(pr.body) {
 			return nil, apierrors.NewBadRequest("the patch is not valid JSON")
