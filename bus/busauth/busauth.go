@@ -44,6 +44,10 @@ import (
 const (
 	// PublisherUser is the API server's bus identity.
 	PublisherUser = "system:kubebus:publisher"
+	// RouteUser is the identity a NATS server presents on a cluster
+	// route; no client connection is ever it, and no other certificate
+	// may open a route.
+	RouteUser = "system:kubebus:nats-route"
 	// InformersUser is the identity of the informers the components of
 	// `kubebus server` share.
 	InformersUser = "system:kubebus:informers"

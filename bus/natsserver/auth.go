@@ -45,6 +45,41 @@ func (a certAuth) Check(c server.ClientAuthentication) bool {
 	return true
 }
 
+// routeAuth admits a cluster route only from a member presenting a
+// verified certificate of busauth.RouteUser: every component holds a
+// certificate of the cluster CA, and a route sees every message.
+type routeAuth struct{ log *slog.Logger }
+
+// Check implements server.Authentication.
+func (a routeAuth) Check(c server.ClientAuthentication) bool {
+	if c.Kind() != server.ROUTER {
+		return false
+	}
+	leaf := verifiedLeaf(c.GetTLSConnectionState())
+	if leaf == nil || leaf.Subject.CommonName != busauth.RouteUser {
+		a.log.Info("nats route refused: not a route certificate", "remote", c.RemoteAddress())
+		return false
+	}
+	return true
+}
+
+// RouteTLS returns a member's side of the cluster routes' mutual TLS from
+// PEM files: the CA, the certificate it serves its route port with, and
+// the certificate of busauth.RouteUser (client use) it presents when it
+// dials another member's route.
+func RouteTLS(caFile, servingCertFile, servingKeyFile, routeCertFile, routeKeyFile string) (*tls.Config, error) {
+	cfg, err := ServerTLS(caFile, servingCertFile, servingKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	route, err := tls.LoadX509KeyPair(routeCertFile, routeKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: route certificate: %w", err)
+	}
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &route, nil }
+	return cfg, nil
+}
+
 // inProcessIdentity is the identity of an in-process client (one whose
 // connection is a pipe inside this process, which nothing outside it can
 // open) that presents a token this server issued.

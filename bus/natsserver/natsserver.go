@@ -51,6 +51,10 @@ type Config struct {
 	// Cluster, when its Port is set, makes this server a member of a NATS
 	// cluster.
 	Cluster ClusterConfig
+	// ReadyTimeout bounds how long Start waits for the server to accept
+	// connections (default 30s); a member of a cluster is ready once its
+	// routes are up.
+	ReadyTimeout time.Duration
 	// Logger receives refused connections (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -66,7 +70,9 @@ type ClusterConfig struct {
 	// Routes are the other members' route URLs, e.g.
 	// nats-route://127.0.0.1:6222.
 	Routes []string
-	// TLS is required with a Port.
+	// TLS is required with a Port (RouteTLS builds one): routes are
+	// admitted only from members presenting a busauth.RouteUser
+	// certificate.
 	TLS *tls.Config
 }
 
@@ -104,9 +110,13 @@ func Start(cfg Config) (*Server, error) {
 	nl := &natsLog{log: cfg.logger().With("component", "nats"), now: time.Now}
 	s.SetLoggerV2(nl, false, false, false)
 	go s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
+	wait := cfg.ReadyTimeout
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	if !s.ReadyForConnections(wait) {
 		s.Shutdown()
-		return nil, errors.New("embedded nats: not ready after 30s")
+		return nil, fmt.Errorf("embedded nats: not ready after %s", wait)
 	}
 	srv := &Server{s: s, log: nl, cfg: cfg, tokens: tokens, stop: make(chan struct{}), done: make(chan struct{})}
 	go srv.keepJetStream(opts)
@@ -223,6 +233,8 @@ func (cfg Config) options(tokens *sync.Map) (*server.Options, error) {
 			c.Host = cfg.Host
 		}
 		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: c.Host, Port: c.Port, TLSConfig: mutual(c.TLS), TLSTimeout: tlsTimeout}
+		// Only a member's route certificate opens a route.
+		opts.CustomRouterAuthentication = routeAuth{log: cfg.Logger.With("component", "nats-auth")}
 		if len(c.Routes) > 0 {
 			opts.Routes = server.RoutesFromStr(strings.Join(c.Routes, ","))
 		}
@@ -274,6 +286,9 @@ func (s *Server) URL() string {
 	addr := s.s.Addr().(*net.TCPAddr)
 	return "nats://" + net.JoinHostPort(addr.IP.String(), strconv.Itoa(addr.Port))
 }
+
+// NumRoutes is how many cluster routes the server has.
+func (s *Server) NumRoutes() int { return s.s.NumRoutes() }
 
 // ClusterAddr is the address the cluster routes listen on ("" without a
 // cluster).
