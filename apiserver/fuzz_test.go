@@ -79,7 +79,20 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(once, twice) {
-			t.Fatalf("%s does not round-trip:\n%s\n%s", res.GVK.Kind, once, twice)
+			// One round may normalise a string that was not UTF-8 (a
+			// protobuf body can carry one: encoding/json writes U+FFFD
+			// escaped, then as itself); the next must change nothing.
+			third := res.New()
+			if _, err := decodeJSON(twice, third, metav1.FieldValidationStrict); err != nil {
+				t.Fatalf("the JSON of a re-decoded %s does not decode strictly: %v\n%s", res.GVK.Kind, err, twice)
+			}
+			thrice, err := json.Marshal(third)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(twice, thrice) {
+				t.Fatalf("%s does not round-trip:\n%s\n%s\n%s", res.GVK.Kind, once, twice, thrice)
+			}
 		}
 	})
 }
