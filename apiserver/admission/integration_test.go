@@ -23,28 +23,10 @@ import (
 func TestIntegrationDefaultTolerationSeconds(t *testing.T) {
 	harness.SkipShort(t)
 	ctx := context.Background()
-	etcd := harness.StartEtcd(t)
-	store, err := storage.New(storage.Config{Endpoints: []string{etcd.Endpoint}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
 	sixty := int64(60)
-	srv, err := apiserver.New(apiserver.Config{Store: store, Resources: resource.Builtin(),
-		Logger:    slog.New(slog.DiscardHandler),
-		Admission: admission.Chain{admission.DefaultTolerationSeconds{Unreachable: &sixty}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Bootstrap(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, _ := startAPIServer(t, func(*storage.Store) admission.Chain {
+		return admission.Chain{admission.DefaultTolerationSeconds{Unreachable: &sixty}}
+	})
 
 	pod := func(name string, tols ...corev1.Toleration) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -86,4 +68,32 @@ func TestIntegrationDefaultTolerationSeconds(t *testing.T) {
 	if len(updated.Spec.Tolerations) != 2 {
 		t.Fatalf("tolerations after update = %+v", updated.Spec.Tolerations)
 	}
+}
+
+// startAPIServer runs an in-process API server on a fresh etcd whose
+// admission chain is the one chain makes of its store, and returns a
+// client of it and the server.
+func startAPIServer(t *testing.T, chain func(*storage.Store) admission.Chain) (kubernetes.Interface, *apiserver.Server) {
+	t.Helper()
+	etcd := harness.StartEtcd(t)
+	store, err := storage.New(storage.Config{Endpoints: []string{etcd.Endpoint}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	srv, err := apiserver.New(apiserver.Config{Store: store, Resources: resource.Builtin(),
+		Logger: slog.New(slog.DiscardHandler), Admission: chain(store)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, srv
 }

@@ -2,21 +2,15 @@ package admission_test
 
 import (
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/apiserver/admission"
 	"github.com/kubebus/kubebus/apiserver/auth"
-	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
 	"github.com/kubebus/kubebus/test/harness"
 )
@@ -41,33 +35,14 @@ func (p *panicOnName) Admit(_ context.Context, req *auth.AdmissionRequest) error
 func TestIntegrationAdmissionPanic(t *testing.T) {
 	harness.SkipShort(t)
 	ctx := context.Background()
-	etcd := harness.StartEtcd(t)
-	store, err := storage.New(storage.Config{Endpoints: []string{etcd.Endpoint}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
 	hook := &panicOnName{name: "boom"}
-	srv, err := apiserver.New(apiserver.Config{Store: store, Resources: resource.Builtin(),
-		Logger: slog.New(slog.DiscardHandler), Admission: admission.Chain{hook}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Bootstrap(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, _ := startAPIServer(t, func(*storage.Store) admission.Chain { return admission.Chain{hook} })
 	pod := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}}
 	}
 
-	_, err = cs.CoreV1().Pods("default").Create(ctx, pod("boom"), metav1.CreateOptions{})
+	_, err := cs.CoreV1().Pods("default").Create(ctx, pod("boom"), metav1.CreateOptions{})
 	if !apierrors.IsInternalError(err) {
 		t.Fatalf("create of the panicking pod: %v, want a 500 InternalError", err)
 	}

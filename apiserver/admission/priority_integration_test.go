@@ -2,8 +2,6 @@ package admission_test
 
 import (
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -12,12 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/apiserver/admission"
-	apiresource "github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
 	"github.com/kubebus/kubebus/test/harness"
 )
@@ -27,27 +21,9 @@ import (
 func TestIntegrationPriorityAndQOS(t *testing.T) {
 	harness.SkipShort(t)
 	ctx := context.Background()
-	etcd := harness.StartEtcd(t)
-	store, err := storage.New(storage.Config{Endpoints: []string{etcd.Endpoint}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	srv, err := apiserver.New(apiserver.Config{Store: store, Resources: apiresource.Builtin(),
-		Logger:    slog.New(slog.DiscardHandler),
-		Admission: admission.Chain{admission.Priority{Classes: &admission.StoredPriorityClasses{Store: store}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Bootstrap(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, srv := startAPIServer(t, func(store *storage.Store) admission.Chain {
+		return admission.Chain{admission.Priority{Classes: &admission.StoredPriorityClasses{Store: store}}}
+	})
 	pods := cs.CoreV1().Pods("default")
 	classes := cs.SchedulingV1().PriorityClasses()
 	pod := func(name, class string, mutate ...func(*corev1.Pod)) *corev1.Pod {
