@@ -80,7 +80,7 @@ func New(cfg Config) (*Kubelet, error) {
 		return nil, fmt.Errorf("kubelet: volumes: %w", err)
 	}
 	k.prober = prober.NewProber(cfg.Runtime)
-	k.probes, err = prober.NewManager(prober.Config{Prober: k.prober, Clock: cfg.Clock, Logger: k.log, OnUpdate: k.onProbe})
+	k.probes, err = prober.NewManager(prober.Config{Prober: k.prober, Clock: cfg.Clock, Logger: k.log, OnUpdate: k.onProbe, OnFailure: k.onProbeFailure})
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: probes: %w", err)
 	}
@@ -199,13 +199,17 @@ func (k *Kubelet) onAPIPodDelete(p *corev1.Pod) {
 	k.q.Add(p.UID)
 }
 
-func (k *Kubelet) onProbe(u prober.Update) {
-	if u.Result == prober.Failure && k.recorder != nil {
-		if p := k.pod(u.PodUID); p != nil {
-			k.recorder.Eventf(p, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", u.Kind, u.Message)
-		}
+func (k *Kubelet) onProbe(u prober.Update) { k.q.Add(u.PodUID) }
+
+// onProbeFailure records an Unhealthy event for every failed probe
+// attempt, as upstream does; the recorder folds repeats into a count.
+func (k *Kubelet) onProbeFailure(u prober.Update) {
+	if k.recorder == nil {
+		return
 	}
-	k.q.Add(u.PodUID)
+	if p := k.pod(u.PodUID); p != nil {
+		k.recorder.Eventf(p, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", u.Kind, u.Message)
+	}
 }
 
 // pod returns the desired pod, nil when there is none.

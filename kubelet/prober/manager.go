@@ -95,6 +95,11 @@ type Config struct {
 	// locks held) each time a result changes; the kubelet re-syncs the
 	// pod. It must not block for long.
 	OnUpdate func(Update)
+	// OnFailure, when set, is called (from a worker goroutine) after every
+	// probe attempt that fails, before the failure threshold decides
+	// anything: upstream's kubelet records an Unhealthy event for each.
+	// It must not block for long.
+	OnFailure func(Update)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }

@@ -86,10 +86,11 @@ func (l *lockstepExecer) expect(t *testing.T, cmd string) call {
 func (c call) answer(exit int32) { c.reply <- runtime.ExecResult{ExitCode: exit} }
 
 type harness struct {
-	clock   *clocktesting.FakeClock
-	exec    *lockstepExecer
-	m       *Manager
-	updates chan Update
+	clock    *clocktesting.FakeClock
+	exec     *lockstepExecer
+	m        *Manager
+	updates  chan Update
+	failures chan Update
 }
 
 // newHarness makes a Manager over a lockstep execer for cmds; run starts
@@ -97,8 +98,9 @@ type harness struct {
 func newHarness(t *testing.T, cmds ...string) *harness {
 	t.Helper()
 	clock := clocktesting.NewFakeClock(t0)
-	h := &harness{clock: clock, exec: newLockstep(clock, cmds...), updates: make(chan Update, 100)}
-	m, err := NewManager(Config{Prober: NewProber(h.exec), Clock: clock, OnUpdate: func(u Update) { h.updates <- u }})
+	h := &harness{clock: clock, exec: newLockstep(clock, cmds...), updates: make(chan Update, 100), failures: make(chan Update, 100)}
+	m, err := NewManager(Config{Prober: NewProber(h.exec), Clock: clock, OnUpdate: func(u Update) { h.updates <- u },
+		OnFailure: func(u Update) { h.failures <- u }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +215,47 @@ func TestReadinessSuccessThreshold(t *testing.T) {
 	h.exec.expect(t, "ready").answer(1)
 	if u := h.update(t); u.Kind != Readiness || u.Result != Failure {
 		t.Fatalf("update = %+v", u)
+	}
+}
+
+// TestReadinessFailuresReported: a readiness probe that keeps failing
+// changes no result (a container starts unready), yet every failed attempt
+// is reported to OnFailure, with the probe's output, for the Unhealthy
+// event upstream records each time.
+func TestReadinessFailuresReported(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "ready")
+	pod := probedPod(corev1.Container{ReadinessProbe: execProbe("ready", 1, 3, 1, 0)})
+	h.run(t)
+	h.m.UpdatePod(pod, "10.0.0.1", []Container{{Name: "app", ID: "c1", StartedAt: t0}})
+	for i := 0; i < 3; i++ {
+		c := h.exec.expect(t, "ready")
+		c.reply <- runtime.ExecResult{ExitCode: 1, Stdout: []byte("db not reachable")}
+		var u Update
+		select {
+		case u = <-h.failures:
+		case <-time.After(30 * time.Second): // a safety net against hangs
+			t.Fatalf("failure %d not reported", i+1)
+		}
+		if u.Kind != Readiness || u.Result != Failure || u.ContainerName != "app" || u.Message != "db not reachable" {
+			t.Fatalf("failure %d = %+v", i+1, u)
+		}
+		h.clock.Step(time.Second)
+	}
+	select {
+	case u := <-h.updates:
+		t.Fatalf("an unchanged result was published: %+v", u)
+	default:
+	}
+	// A success is no failure.
+	h.exec.expect(t, "ready").answer(0)
+	if u := h.update(t); u.Result != Success {
+		t.Fatalf("update = %+v", u)
+	}
+	select {
+	case u := <-h.failures:
+		t.Fatalf("a success was reported as a failure: %+v", u)
+	default:
 	}
 }
 

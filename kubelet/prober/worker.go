@@ -106,6 +106,10 @@ func (w *worker) doProbe(ctx context.Context) bool {
 		w.m.cfg.Logger.Debug("probe error", "pod", w.podUID, "container", w.container.Name, "probe", w.kind.String(), "err", err)
 		return true
 	}
+	if result == Failure && w.m.cfg.OnFailure != nil {
+		w.m.cfg.OnFailure(Update{PodUID: w.podUID, ContainerName: w.container.Name, ContainerID: w.container.ID,
+			Kind: w.kind, Result: result, Message: msg})
+	}
 	if result == w.last {
 		w.streak++
 	} else {
