@@ -16,6 +16,7 @@ all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/kubebus ./cmd/kubebus
+	@ln -sf kubebus $(BIN)/kubectl-why
 
 ## up: install what the local node needs when missing, build, and start the all-in-one cluster
 ## (embedded etcd + NATS, all components, one local node) in the foreground.

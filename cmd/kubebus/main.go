@@ -15,7 +15,13 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := app.Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	args := os.Args[1:]
+	if app.IsWhyPlugin(os.Args[0]) {
+		// Installed as kubectl-why, the binary is the kubectl plugin
+		// "kubectl why": kubectl passes the rest of the command line.
+		args = append([]string{"why"}, args...)
+	}
+	if err := app.Run(ctx, args, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "kubebus:", err)
 		os.Exit(1)
 	}

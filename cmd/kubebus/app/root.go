@@ -66,7 +66,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		return nil
 	}
 	root.AddCommand(newServerCmd(g), newAPIServerCmd(g), newControllerManagerCmd(g))
-	root.AddCommand(newTapCmd(g))
+	root.AddCommand(newTapCmd(g), newWhyCmd())
 	root.AddCommand(newSchedulerCmd(g))
 	root.AddCommand(newKubeletCmd(g), newImageCmd(g), newProxyCmd(g))
 	root.AddCommand(newCertsCmd())
