@@ -58,9 +58,9 @@ func PodReached(p *corev1.Pod) []Step {
 	reached := map[Step]bool{
 		Created:   true,
 		Scheduled: p.Spec.NodeName != "",
-		Sandbox:   conditionTrue(p, corev1.PodReadyToStartContainers) || p.Status.PodIP != "",
+		Sandbox:   ConditionTrue(p, corev1.PodReadyToStartContainers) || p.Status.PodIP != "",
 		Started:   allStarted(p),
-		Ready:     conditionTrue(p, corev1.PodReady),
+		Ready:     ConditionTrue(p, corev1.PodReady),
 	}
 	last := 0
 	for i, s := range PodSteps {
@@ -71,7 +71,8 @@ func PodReached(p *corev1.Pod) []Step {
 	return PodSteps[:last+1]
 }
 
-func conditionTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
+// ConditionTrue reports whether p's condition t is True.
+func ConditionTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == t {
 			return c.Status == corev1.ConditionTrue

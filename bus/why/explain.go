@@ -583,7 +583,7 @@ func (e *explainer) podFindings(h *History) []Finding {
 			out = append(out, e.readiness(p, c, cs))
 		}
 	}
-	if len(out) == 0 && !podReady(p) {
+	if len(out) == 0 && !lifecycle.ConditionTrue(p, corev1.PodReady) {
 		if w := e.lastEvent(p.Namespace, "Pod", p.Name, p.UID, ""); w != "" {
 			out = append(out, Finding{Cause: "ContainerWaiting", Object: ref, Message: "the pod is not ready yet", Evidence: []string{"last event: " + w}})
 		}
@@ -599,15 +599,6 @@ func nonEmpty(s ...string) []string {
 		}
 	}
 	return out
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func crashing(cs corev1.ContainerStatus) bool {
