@@ -1,7 +1,8 @@
 // Package proxy is kubebus's kube-proxy: it caches Services and
 // EndpointSlices from the bus, builds the desired ruleset with proxy/rules
 // and has an Applier (proxy/nft) program it, rate-limited, and never
-// before both caches are synced.
+// before both caches are synced. A Recorder, when given, is told the bus
+// revision each programmed ruleset reflects (programmed.go).
 package proxy
 
 import (
@@ -58,6 +59,10 @@ type Config struct {
 	// with none of its own.
 	Services       *informer.Informer[*corev1.Service]
 	EndpointSlices *informer.Informer[*discoveryv1.EndpointSlice]
+	// Recorder, when set, records the bus revision the programmed rules
+	// reflect after the syncs, from a goroutine of its own and at most
+	// once a second (proxy/record writes it into the node's proxy Lease).
+	Recorder Recorder
 }
 
 func (c *Config) validate() error {
@@ -93,6 +98,8 @@ func (c *Config) validate() error {
 type cache[T any] interface {
 	List() []T
 	WaitForSync(ctx context.Context) error
+	// Revision is the last bus revision applied to the cache.
+	Revision() int64
 }
 
 // proxy is one running proxy.
@@ -105,6 +112,7 @@ type proxy struct {
 	metrics  *metrics
 	mu       sync.Mutex
 	triggers []time.Time // EndpointSlice change times not yet programmed
+	recorder *recorder   // nil without Config.Recorder
 }
 
 // Run caches Services and EndpointSlices, waits for both caches, then
@@ -155,8 +163,14 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, inf := range own {
 		go func() { errc <- inf.Run(ctx) }()
 	}
+	var recording sync.WaitGroup
+	if cfg.Recorder != nil {
+		p.recorder = newRecorder(cfg.Recorder, &historyHead{js: cfg.JetStream}, cfg.Logger)
+		recording.Go(func() { p.recorder.run(ctx) })
+	}
 	err := p.loop(ctx)
 	cancel()
+	recording.Wait()
 	for range own {
 		if e := <-errc; e != nil && err == nil {
 			err = e
@@ -214,6 +228,9 @@ func (p *proxy) sync(ctx context.Context) error {
 	triggers := p.triggers
 	p.triggers = nil
 	p.mu.Unlock()
+	// The revisions are read before the lists: the rules reflect at least
+	// every change up to them.
+	done := programmed{services: p.services.Revision(), slices: p.slices.Revision()}
 	svcs, slices := p.services.List(), p.slices.List()
 	chains := 0
 	for _, f := range p.cfg.Families {
@@ -236,6 +253,10 @@ func (p *proxy) sync(ctx context.Context) error {
 		p.metrics.programming.Observe(now.Sub(t).Seconds())
 	}
 	p.cfg.Logger.Debug("proxy synced", "chains", chains, "took", now.Sub(start))
+	if p.recorder != nil {
+		done.at = now
+		p.recorder.offer(done)
+	}
 	return nil
 }
 

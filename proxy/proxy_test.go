@@ -22,13 +22,30 @@ import (
 type fakeCache[T any] struct {
 	mu     sync.Mutex
 	items  []T
+	rev    int64
 	synced chan struct{}
+	onList func() // called by List, before it reads the items
 }
 
 func (c *fakeCache[T]) List() []T {
+	if c.onList != nil {
+		c.onList()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]T(nil), c.items...)
+}
+
+func (c *fakeCache[T]) Revision() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rev
+}
+
+func (c *fakeCache[T]) setRevision(rev int64) {
+	c.mu.Lock()
+	c.rev = rev
+	c.mu.Unlock()
 }
 
 func (c *fakeCache[T]) WaitForSync(ctx context.Context) error {

@@ -129,9 +129,20 @@ func clusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 	}
 }
 
-// namespaceRoles are upstream's roles in kube-system for the control plane.
+// nodeLeaseNamespace holds the nodes' heartbeats and their proxies'
+// records of what they programmed (bus/lifecycle).
+const nodeLeaseNamespace = "kube-node-lease"
+
+// namespaceRoles are upstream's roles in kube-system for the control plane,
+// and kube-proxy's in kube-node-lease.
 func namespaceRoles() []*rbacv1.Role {
 	return []*rbacv1.Role{
+		// Each node's proxy records what it programmed in its Lease
+		// kube-proxy-<node> (proxy/record). RBAC cannot name the Leases
+		// by prefix, so the rule covers the namespace; it grants neither
+		// delete nor anything elsewhere.
+		role(nodeLeaseNamespace, "system:node-proxier",
+			newRule("get", "create", "update").groups(coordinationGroup).resources("leases").rule()),
 		role(metav1.NamespaceSystem, "extension-apiserver-authentication-reader",
 			newRule(read...).groups(legacyGroup).resources("configmaps").names("extension-apiserver-authentication").rule()),
 		role(metav1.NamespaceSystem, "system::leader-locking-kube-controller-manager",
@@ -145,6 +156,7 @@ func namespaceRoles() []*rbacv1.Role {
 
 func namespaceRoleBindings() []*rbacv1.RoleBinding {
 	return []*rbacv1.RoleBinding{
+		roleBinding(nodeLeaseNamespace, "system:node-proxier", "system:node-proxier", user(kubeProxyUser)),
 		roleBinding(metav1.NamespaceSystem, "system::extension-apiserver-authentication-reader", "extension-apiserver-authentication-reader",
 			user(kubeControllerManager), user(kubeSchedulerUser)),
 		roleBinding(metav1.NamespaceSystem, "system::leader-locking-kube-controller-manager", "system::leader-locking-kube-controller-manager",

@@ -198,6 +198,15 @@ func TestBootstrapGrants(t *testing.T) {
 		{"proxy lists services", res(proxy, "list", "", "services", "", "", ""), true},
 		{"proxy gets its node", res(proxy, "get", "", "nodes", "", "", "n1"), true},
 		{"proxy deletes a service", res(proxy, "delete", "", "services", "", "default", "s"), false},
+		{"proxy creates its lease", res(proxy, "create", coordinationGroup, "leases", "", "kube-node-lease", ""), true},
+		{"proxy reads its lease", res(proxy, "get", coordinationGroup, "leases", "", "kube-node-lease", "kube-proxy-n1"), true},
+		{"proxy records in its lease", res(proxy, "update", coordinationGroup, "leases", "", "kube-node-lease", "kube-proxy-n1"), true},
+		{"proxy deletes a lease", res(proxy, "delete", coordinationGroup, "leases", "", "kube-node-lease", "kube-proxy-n1"), false},
+		{"proxy patches a lease", res(proxy, "patch", coordinationGroup, "leases", "", "kube-node-lease", "kube-proxy-n1"), false},
+		{"proxy lists leases", res(proxy, "list", coordinationGroup, "leases", "", "kube-node-lease", ""), false},
+		{"proxy updates a lease elsewhere", res(proxy, "update", coordinationGroup, "leases", "", "kube-system", "kube-scheduler"), false},
+		{"proxy creates a lease elsewhere", res(proxy, "create", coordinationGroup, "leases", "", "default", ""), false},
+		{"proxy updates a lease cluster-wide", res(proxy, "update", coordinationGroup, "leases", "", "", "kube-proxy-n1"), false},
 
 		// controller manager: controllers/*.
 		{"kcm takes its lease", res(kcm, "create", coordinationGroup, "leases", "", "kube-system", ""), true},

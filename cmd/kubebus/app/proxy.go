@@ -11,10 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/proxy"
 	"github.com/kubebus/kubebus/proxy/nft"
+	"github.com/kubebus/kubebus/proxy/record"
 	"github.com/kubebus/kubebus/proxy/rules"
 )
 
@@ -27,6 +31,7 @@ func newProxyCmd(g *globals) *cobra.Command {
 		netnsPath     string
 		kubeconfig    string
 		nf            natsFlags
+		recordLease   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -37,11 +42,15 @@ family ip6 for IPv6 Services unless --ipv6=false) so that Service addresses
 and node ports reach ready endpoints. It carries no traffic itself. With
 --cleanup it deletes the tables and exits.
 
-It needs bus credentials only (it never calls the API server): a client
-certificate of the cluster CA for system:kube-proxy, e.g.
+It reads only the bus: a client certificate of the cluster CA for
+system:kube-proxy is enough, e.g.
   kubebus certs client --pki-dir DIR --user system:kube-proxy --out proxy
   kubebus proxy --nats-ca-file DIR/ca.crt --nats-cert-file proxy.crt --nats-key-file proxy.key
-or a kubeconfig (--kubeconfig) whose client certificate is one.`,
+or a kubeconfig (--kubeconfig) whose client certificate is one. With a
+kubeconfig it also records, through the API server, the bus revision its
+rules reflect in the Lease kube-node-lease/kube-proxy-<node> (at most once a
+second; --record-programmed=false turns it off), which is how
+"kubectl why" sees that a change reached the node.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, log := cmd.Context(), g.logger()
 			var ncfg nft.Config
@@ -75,6 +84,21 @@ or a kubeconfig (--kubeconfig) whose client certificate is one.`,
 			}
 			reg := prometheus.NewRegistry()
 			cfg.JetStream, cfg.Applier, cfg.Logger, cfg.Metrics = js, a, log.With("component", "proxy"), reg
+			if recordLease {
+				rc, err := proxyAPIConfig(kubeconfig, nf)
+				if err != nil {
+					return fmt.Errorf("proxy: %w", err)
+				}
+				if rc == nil {
+					cfg.Logger.Info("not recording what the proxy programmed: no kubeconfig to reach the API server with (--kubeconfig)")
+				} else {
+					cs, err := kubernetes.NewForConfig(rc)
+					if err != nil {
+						return fmt.Errorf("proxy: API client: %w", err)
+					}
+					cfg.Recorder = record.New(cs, cfg.Instance)
+				}
+			}
 			cfg.Families = proxyFamilies(ctx, a, ipv6, cfg.Logger)
 			if metricsAddr != "" {
 				srv := &http.Server{Addr: metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
@@ -99,7 +123,28 @@ or a kubeconfig (--kubeconfig) whose client certificate is one.`,
 	f.BoolVar(&cleanup, "cleanup", false, "delete the proxy's nftables tables and exit")
 	f.BoolVar(&ipv6, "ipv6", true, "also program IPv6 Services (table ip6 kubebus) when the kernel can")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:10249", "address of /metrics (empty: none)")
+	f.BoolVar(&recordLease, "record-programmed", true, "record the bus revision the rules reflect in the Lease kube-node-lease/kube-proxy-<node>, through the API server (needs a kubeconfig; identity system:kube-proxy)")
 	return cmd
+}
+
+// proxyAPIConfig returns the client config the proxy records with: the
+// kubeconfig at path, or when path is empty the default one ($KUBECONFIG,
+// ~/.kube/config) if the bus credentials come from it too (the --nats-*
+// flags do not give them all). It is nil when there is none.
+func proxyAPIConfig(path string, nf natsFlags) (*rest.Config, error) {
+	if path == "" && nf.caFile != "" && nf.certFile != "" {
+		return nil, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		if path != "" {
+			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		return nil, nil
+	}
+	return cfg, nil
 }
 
 // proxyFamilies returns the IP families the proxy programs: IPv4, and IPv6

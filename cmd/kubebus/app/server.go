@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubebus/kubebus/apiserver/pki"
@@ -30,6 +31,7 @@ import (
 	"github.com/kubebus/kubebus/kubelet/host"
 	"github.com/kubebus/kubebus/proxy"
 	"github.com/kubebus/kubebus/proxy/nft"
+	"github.com/kubebus/kubebus/proxy/record"
 )
 
 type serverOptions struct {
@@ -273,7 +275,7 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 				return err
 			}
 			sup.Go(comps, "local node proxy", func(ctx context.Context) error {
-				return runLocalProxy(ctx, log, ns.URL(), creds, o.node, shared)
+				return runLocalProxy(ctx, log, pkiDir, hosts, addr, ns.URL(), creds, o.node, shared)
 			})
 		}
 	}
@@ -354,8 +356,9 @@ func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir string, 
 
 // runLocalProxy runs the local node's proxy, programming the nftables of
 // the node network namespace when there is one, on the shared informers
-// when there are.
-func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, creds bus.Credentials, o nodeOptions, shared *cache.Informers) error {
+// when there are. It records what it programmed in its Lease through the
+// API server at addr, as system:kube-proxy.
+func runLocalProxy(ctx context.Context, log *slog.Logger, pkiDir string, hosts []string, addr, natsURL string, creds bus.Credentials, o nodeOptions, shared *cache.Informers) error {
 	name := o.name
 	if name == "" {
 		h, err := os.Hostname()
@@ -377,13 +380,22 @@ func runLocalProxy(ctx context.Context, log *slog.Logger, natsURL string, creds 
 	if err != nil {
 		return err
 	}
+	rc, err := componentConfig(pkiDir, hosts, addr, busauth.ProxyUser)
+	if err != nil {
+		return fmt.Errorf("proxy credentials: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("proxy: API client: %w", err)
+	}
 	nc, js, err := bus.Connect(natsURL, "kube-proxy-"+name, creds)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	plog := log.With("component", "proxy")
-	return proxy.Run(ctx, withProxyCaches(proxy.Config{JetStream: js, Instance: name, Applier: a, Logger: plog, Families: proxyFamilies(ctx, a, true, plog)}, shared))
+	return proxy.Run(ctx, withProxyCaches(proxy.Config{JetStream: js, Instance: name, Applier: a, Logger: plog, Families: proxyFamilies(ctx, a, true, plog),
+		Recorder: record.New(cs, name)}, shared))
 }
 
 // embeddedNATSTLS is the embedded NATS server's side of the bus's mutual
