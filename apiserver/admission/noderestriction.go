@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
+	"github.com/kubebus/kubebus/bus/lifecycle"
 )
 
 // PodGetter reads one pod as it is stored now. A missing pod is an
@@ -48,6 +49,11 @@ type NodeGetter interface {
 //
 // Everything else (certificate signing requests, events, ...) is left to
 // the authorizer.
+//
+// Beyond upstream, it also restricts the proxies (user system:kube-proxy),
+// whose RBAC role may write Leases in kube-node-lease so that each records
+// what it programmed: they may write only Leases named kube-proxy-*, never
+// a kubelet's heartbeat, which would keep a dead node looking alive.
 type NodeRestriction struct {
 	Pods PodGetter
 	// Nodes, when set, checks that a mirror pod's owner reference carries
@@ -65,6 +71,9 @@ func (p NodeRestriction) Admit(ctx context.Context, req *auth.AdmissionRequest) 
 		return nil
 	}
 	u := req.Attributes.User
+	if u.Name == ProxyUser && req.Attributes.APIGroup == coordinationv1.GroupName && req.Attributes.Resource == "leases" {
+		return admitProxyLease(req)
+	}
 	if !strings.HasPrefix(u.Name, auth.NodeUserPrefix) || !u.InGroup(auth.NodesGroup) {
 		return nil
 	}
@@ -401,6 +410,25 @@ func admitLease(nodeName string, req *auth.AdmissionRequest) error {
 		return forbidRequest(req, fmt.Errorf("can only access leases in the %q system namespace", corev1.NamespaceNodeLease))
 	}
 	return admitOwnNamed(nodeName, req, "can only access node lease with the same name as the requesting node")
+}
+
+// ProxyUser is the identity of every node's proxy.
+const ProxyUser = "system:kube-proxy"
+
+// admitProxyLease lets a proxy write only the Leases proxies record in.
+func admitProxyLease(req *auth.AdmissionRequest) error {
+	name := req.Attributes.Name
+	if req.Operation == auth.Create {
+		m, err := meta.Accessor(req.Object)
+		if err != nil {
+			return forbidRequest(req, errors.New("unable to access the object name"))
+		}
+		name = m.GetName()
+	}
+	if _, ok := lifecycle.ProxyNode(req.Attributes.Namespace, name); !ok {
+		return forbidRequest(req, fmt.Errorf("a proxy can only write leases named %s<node> in the %q namespace", lifecycle.ProxyLeasePrefix, lifecycle.ProxyLeaseNamespace))
+	}
+	return nil
 }
 
 // admitOwnNamed requires the object written to be named after the node.

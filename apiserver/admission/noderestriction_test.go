@@ -94,6 +94,21 @@ func TestNodeRestriction(t *testing.T) {
 		code int32
 		msg  string
 	}{
+		// Proxies write only proxy Leases.
+		{name: "a proxy updates a proxy lease", req: r(auth.Update, auth.User{Name: ProxyUser}, "coordination.k8s.io", "leases", "", "kube-node-lease", "kube-proxy-n1",
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy-n1", Namespace: "kube-node-lease"}}, nil)},
+		{name: "a proxy creates a proxy lease", req: r(auth.Create, auth.User{Name: ProxyUser}, "coordination.k8s.io", "leases", "", "kube-node-lease", "",
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy-n2", Namespace: "kube-node-lease"}}, nil)},
+		{name: "a proxy updates a kubelet's lease", req: r(auth.Update, auth.User{Name: ProxyUser}, "coordination.k8s.io", "leases", "", "kube-node-lease", "n1",
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "kube-node-lease"}}, nil),
+			code: forbidden, msg: `leases.coordination.k8s.io "n1" is forbidden: a proxy can only write leases named kube-proxy-<node> in the "kube-node-lease" namespace`},
+		{name: "a proxy creates a lease named like a kubelet's", req: r(auth.Create, auth.User{Name: ProxyUser}, "coordination.k8s.io", "leases", "", "kube-node-lease", "",
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n3", Namespace: "kube-node-lease"}}, nil),
+			code: forbidden, msg: `leases.coordination.k8s.io "n3" is forbidden: a proxy can only write leases named kube-proxy-<node> in the "kube-node-lease" namespace`},
+		{name: "a proxy lease name elsewhere", req: r(auth.Update, auth.User{Name: ProxyUser}, "coordination.k8s.io", "leases", "", "kube-system", "kube-proxy-n1",
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy-n1", Namespace: "kube-system"}}, nil),
+			code: forbidden, msg: `leases.coordination.k8s.io "kube-proxy-n1" is forbidden: a proxy can only write leases named kube-proxy-<node> in the "kube-node-lease" namespace`},
+
 		// Who is restricted.
 		{name: "a user that is no node passes", req: r(auth.Create, auth.User{Name: "alice"}, "", "nodes", "", "", "n2", nodeObj("n2", nil), nil)},
 		{name: "a node name outside system:nodes passes", req: r(auth.Create, auth.User{Name: "system:node:n1"}, "", "nodes", "", "", "n2", nodeObj("n2", nil), nil)},
