@@ -245,9 +245,11 @@ func (i *Informer[T]) process(ctx context.Context, subject string, h nats.Header
 
 // applyEvent applies one event to the cache and tells the handlers.
 func (i *Informer[T]) applyEvent(ev *bus.Event, obj T, haveObj bool) {
-	i.bumpRev(ev.Revision)
 	i.update(func() []change[T] {
 		c, ok := i.store.apply(objKey{ev.Namespace, ev.Name}, ev.Type, obj, haveObj, ev.Revision)
+		// Revision never runs ahead of what List returns (the proxy
+		// records it as what its rules reflect).
+		i.bumpRev(ev.Revision)
 		if !ok {
 			i.count.inc(outStale)
 			i.log.Debug("stale event skipped", "type", ev.Type, "namespace", ev.Namespace, "name", ev.Name, "revision", ev.Revision)
