@@ -20,6 +20,10 @@ import (
 	"github.com/kubebus/kubebus/bus/lifecycle"
 )
 
+// FieldManager names the proxy as the writer of its Lease (what
+// `kubebus tap` and `kubebus why` show as WHO).
+const FieldManager = "kube-proxy"
+
 // Lease records into one node's proxy Lease.
 type Lease struct {
 	client kubernetes.Interface
@@ -58,7 +62,7 @@ func (l *Lease) RecordProgrammed(ctx context.Context, rev int64, at time.Time) e
 					Spec:       coordinationv1.LeaseSpec{HolderIdentity: &l.node, AcquireTime: &now, RenewTime: &now},
 				}
 				lifecycle.SetProgrammed(lease, rev, at)
-				created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
+				created, err := leases.Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
 				if err == nil {
 					l.last = created
 				}
@@ -72,7 +76,7 @@ func (l *Lease) RecordProgrammed(ctx context.Context, rev int64, at time.Time) e
 		lifecycle.SetProgrammed(upd, rev, at)
 		now := metav1.NowMicro()
 		upd.Spec.RenewTime = &now
-		written, err := leases.Update(ctx, upd, metav1.UpdateOptions{})
+		written, err := leases.Update(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager})
 		if err != nil {
 			l.last = nil // read it again
 			if apierrors.IsNotFound(err) {

@@ -202,8 +202,8 @@ func TestIntegrationWhy(t *testing.T) {
 		if d := readyAt.Sub(r.Chain[ready].Time); d < -time.Second || d > 3*time.Second {
 			t.Errorf("the chain's Ready is at %v, the test saw the Deployment ready at %v", r.Chain[ready].Time, readyAt)
 		}
-		if r.Chain[1].Who != "kube-controller-manager" {
-			t.Errorf("the ReplicaSet was written by %q", r.Chain[1].Who)
+		if r.Chain[1].Who != "kube-controller-manager" || r.Chain[len(r.Chain)-1].Who != "kube-proxy" {
+			t.Errorf("the ReplicaSet was written by %q, the proxy's record by %q", r.Chain[1].Who, r.Chain[len(r.Chain)-1].Who)
 		}
 		if r.Slowest < 1 {
 			t.Errorf("no slowest step marked: %d", r.Slowest)
