@@ -46,7 +46,7 @@ unit:
 ## already runs every target on its seeds and its committed corpus (testdata/fuzz/FuzzX/).
 ## A failing input is written to that package's testdata/fuzz/FuzzX/ and fails the run.
 FUZZTIME ?= 15s
-FUZZ_TARGETS := ./bus:FuzzDecode ./bus:FuzzSubjects ./bus:FuzzHeaderInt ./bus/tap:FuzzFilterFlags \
+FUZZ_TARGETS := ./bus:FuzzDecode ./bus:FuzzSubjects ./bus:FuzzHeaderInt ./bus/tap:FuzzFilterFlags ./bus/tap:FuzzDiff \
 	./apiserver:FuzzDecodeRequest ./apiserver:FuzzApplyPatch ./proxy/rules:FuzzBuild
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -125,7 +125,7 @@ func (p *Printer) printTable(w io.Writer, r Record) error {
 	b.WriteString(row(strconv.FormatInt(ev.Revision, 10), p.timeString(r.Time), string(ev.Type),
 		ResourceName(ev.Group, ev.Resource), ObjectName(ev.Namespace, ev.Name), Who(ev.Object)))
 	if ev.Type == bus.Modified {
-		changes, err := Diff(ev.Previous, ev.Object)
+		changes, err := DiffResource(ev.Group, ev.Resource, ev.Previous, ev.Object)
 		if err != nil {
 			b.WriteString("  (cannot diff: " + err.Error() + ")\n")
 		}
@@ -253,7 +253,7 @@ func newJSONRecord(r Record) jsonRecord {
 	}
 	jr.Who = Who(r.Event.Object)
 	if r.Event.Type == bus.Modified {
-		jr.Changes, _ = Diff(r.Event.Previous, r.Event.Object)
+		jr.Changes, _ = DiffResource(r.Event.Group, r.Event.Resource, r.Event.Previous, r.Event.Object)
 	}
 	return jr
 }

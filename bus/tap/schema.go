@@ -1,0 +1,64 @@
+package tap
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kubebus/kubebus/apiserver/resource"
+)
+
+// builtinPatchMeta is the strategic-merge-patch metadata of the Go type of
+// every resource the API server stores, by group and resource.
+var builtinPatchMeta = sync.OnceValue(func() map[schema.GroupResource]strategicpatch.LookupPatchMeta {
+	m := map[schema.GroupResource]strategicpatch.LookupPatchMeta{}
+	for _, r := range resource.Builtin() {
+		if r.CreateOnly || r.New == nil {
+			continue
+		}
+		if meta, err := strategicpatch.NewPatchMetaFromStruct(r.New()); err == nil {
+			m[r.GroupResource()] = meta
+		}
+	}
+	return m
+})
+
+// patchMetaFor returns the patch metadata of the type of an object of
+// resource (plural) in group: the built-in kind the API server stores the
+// resource as, else the kind the first of docs that names an apiVersion
+// and a kind has in client-go's scheme (of group, when a resource is
+// given). nil when neither is known (a custom resource).
+func patchMetaFor(group, res string, docs ...any) strategicpatch.LookupPatchMeta {
+	if res != "" {
+		if meta, ok := builtinPatchMeta()[schema.GroupResource{Group: group, Resource: res}]; ok {
+			return meta
+		}
+	}
+	for _, doc := range docs {
+		m, ok := doc.(map[string]any)
+		if !ok {
+			continue
+		}
+		apiVersion, _ := m["apiVersion"].(string)
+		kind, _ := m["kind"].(string)
+		if apiVersion == "" || kind == "" {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if err != nil || (res != "" && gv.Group != group) {
+			return nil
+		}
+		obj, err := scheme.Scheme.New(gv.WithKind(kind))
+		if err != nil {
+			return nil
+		}
+		meta, err := strategicpatch.NewPatchMetaFromStruct(obj)
+		if err != nil {
+			return nil
+		}
+		return meta
+	}
+	return nil
+}
