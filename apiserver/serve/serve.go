@@ -200,8 +200,12 @@ func Run(ctx context.Context, o Options) error {
 	selfAuthorized := []string{}
 	if caches != nil {
 		tapHandler := authorizedTap(sec.authz, tap.Handler(js, o.Logger.With("component", "tap")))
-		mounts = append(mounts, func(r chi.Router) { r.Handle(tap.EndpointPath, tapHandler) })
-		selfAuthorized = append(selfAuthorized, tap.EndpointPath)
+		lagHandler := authorizedTapLag(sec.authz, tap.LagHandler(js, o.Logger.With("component", "tap")))
+		mounts = append(mounts, func(r chi.Router) {
+			r.Handle(tap.EndpointPath, tapHandler)
+			r.Handle(tap.LagEndpointPath, lagHandler)
+		})
+		selfAuthorized = append(selfAuthorized, tap.EndpointPath, tap.LagEndpointPath)
 	}
 	mounts = append(mounts, sec.mounts...)
 	if runCaches != nil {

@@ -31,24 +31,44 @@ func authorizedTap(authz auth.Authorizer, next http.Handler) http.Handler {
 		if resource == "" {
 			group, resource = "*", "*"
 		}
-		u := auth.UserFrom(r.Context())
-		for _, verb := range []string{"list", "watch"} {
-			a := auth.Attributes{User: u, Verb: verb, ResourceRequest: true, APIGroup: group, APIVersion: "*", Resource: resource, Namespace: q.Get("namespace")}
-			dec, reason, err := authz.Authorize(r.Context(), a)
-			if dec == auth.Allow {
-				continue
-			}
-			msg := fmt.Sprintf("User %q cannot %s resource %q in API group %q through the tap", u.Name, verb, resource, group)
-			if reason != "" {
-				msg += ": " + reason
-			} else if err != nil {
-				msg += ": " + err.Error()
-			}
-			writeStatus(w, apierrors.NewForbidden(schema.GroupResource{Group: group, Resource: resource}, "", errors.New(msg)))
-			return
+		if authorizeListWatch(w, r, authz, group, resource, q.Get("namespace"), "the tap") {
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
+}
+
+// authorizedTapLag serves the tap's lag endpoint to users who may list and
+// watch every resource ("*" in every group, "*") in every namespace: the
+// consumers' filters and positions tell about every resource.
+func authorizedTapLag(authz auth.Authorizer, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if authorizeListWatch(w, r, authz, "*", "*", "", "the tap's consumer lag") {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// authorizeListWatch reports whether the request's user may list and
+// watch resource in group in namespace ("" for every namespace), and
+// otherwise writes a Forbidden Status naming what (the endpoint) refused.
+func authorizeListWatch(w http.ResponseWriter, r *http.Request, authz auth.Authorizer, group, resource, namespace, what string) bool {
+	u := auth.UserFrom(r.Context())
+	for _, verb := range []string{"list", "watch"} {
+		a := auth.Attributes{User: u, Verb: verb, ResourceRequest: true, APIGroup: group, APIVersion: "*", Resource: resource, Namespace: namespace}
+		dec, reason, err := authz.Authorize(r.Context(), a)
+		if dec == auth.Allow {
+			continue
+		}
+		msg := fmt.Sprintf("User %q cannot %s resource %q in API group %q through %s", u.Name, verb, resource, group, what)
+		if reason != "" {
+			msg += ": " + reason
+		} else if err != nil {
+			msg += ": " + err.Error()
+		}
+		writeStatus(w, apierrors.NewForbidden(schema.GroupResource{Group: group, Resource: resource}, "", errors.New(msg)))
+		return false
+	}
+	return true
 }
 
 // writeStatus writes an API error as a JSON Status.

@@ -18,21 +18,21 @@ import (
 
 // LagRow is how far one durable consumer is behind.
 type LagRow struct {
-	Consumer string
-	Stream   string
-	Filter   string
+	Consumer string `json:"consumer"`
+	Stream   string `json:"stream"`
+	Filter   string `json:"filter"`
 	// Pending is what the consumer has still to process: messages not yet
 	// delivered plus messages delivered and not yet acknowledged.
-	Pending uint64
+	Pending uint64 `json:"pending"`
 	// Oldest is when the oldest unacknowledged message was stored (zero
 	// when caught up).
-	Oldest time.Time
+	Oldest time.Time `json:"oldest,omitzero"`
 	// LastAckRevision is the revision of the message at the consumer's ack
 	// floor: everything the consumer selects up to it is acknowledged. (The
 	// server moves the floor to just before the next pending message, so it
 	// may name a message outside the consumer's filter.) 0 when nothing was
 	// acknowledged or that message is gone.
-	LastAckRevision int64
+	LastAckRevision int64 `json:"lastAckRevision,omitempty"`
 }
 
 // SortLag orders rows by pending, most first, then by stream and consumer.

@@ -2,7 +2,12 @@ package tap
 
 import (
 	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +70,50 @@ func TestConsumerFilters(t *testing.T) {
 		if got := consumerFilters(tt.cfg); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("consumerFilters(%+v) = %v, want %v", tt.cfg, got, tt.want)
 		}
+	}
+}
+
+// TestLagRemote: the client renders the rows the endpoint sends, the most
+// behind first, with ages measured from the server's time, and reports an
+// error status with its body.
+func TestLagRemote(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rep := LagReport{Time: now, Consumers: []LagRow{
+		{Consumer: "caught-up", Stream: "KUBE_HISTORY", Filter: ">", LastAckRevision: 9},
+		{Consumer: "behind", Stream: "KUBE_HISTORY", Filter: "kube.core.pods.>", Pending: 2, Oldest: now.Add(-time.Minute), LastAckRevision: 7},
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case LagEndpointPath:
+			_ = json.NewEncoder(w).Encode(rep)
+		default:
+			http.Error(w, `{"kind":"Status","code":403}`, http.StatusForbidden)
+		}
+	}))
+	defer srv.Close()
+	var b bytes.Buffer
+	if err := LagRemote(t.Context(), srv.Client(), srv.URL+"/", &b); err != nil {
+		t.Fatal(err)
+	}
+	want := `CONSUMER    STREAM         FILTER             PENDING   OLDEST   LAST-ACK-REVISION
+behind      KUBE_HISTORY   kube.core.pods.>   2         60s      7
+caught-up   KUBE_HISTORY   >                  0         -        9
+`
+	if b.String() != want {
+		t.Fatalf("lag table:\n%s\nwant:\n%s", b.String(), want)
+	}
+	err := LagRemote(t.Context(), srv.Client(), srv.URL+"/elsewhere", &b)
+	if err == nil || !strings.Contains(err.Error(), "403 Forbidden") || !strings.Contains(err.Error(), `"code":403`) {
+		t.Fatalf("LagRemote of a refusal = %v", err)
+	}
+}
+
+func TestLagHandlerAnswersGETOnly(t *testing.T) {
+	t.Parallel()
+	w := httptest.NewRecorder()
+	LagHandler(nil, slog.Default()).ServeHTTP(w, httptest.NewRequest(http.MethodPost, LagEndpointPath, nil))
+	if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != http.MethodGet {
+		t.Fatalf("POST: %d, Allow %q", w.Code, w.Header().Get("Allow"))
 	}
 }

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -41,24 +43,21 @@ reads the bus instead.`,
   kubebus tap --resource deployments.apps -n default --type MODIFIED
   kubebus tap --resource pods -l app=web --since 10m
   kubebus tap --since 1200 --follow=false -o json
-  kubebus tap lag`,
+  kubebus tap lag
+  kubebus tap lag --kubeconfig ~/.kube/config`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if lag {
-				return tapLag(cmd, fl.URL, nf)
+				return tapLag(cmd, fl.URL, kubeconfig, nf)
 			}
 			all, _ := cmd.Flags().GetBool("all-namespaces")
 			fl.AllNamespaces = all && cmd.Flags().Changed("all-namespaces")
 			if kubeconfig != "" {
-				rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-				if err != nil {
-					return fmt.Errorf("loading kubeconfig: %w", err)
-				}
-				hc, err := rest.HTTPClientFor(rc)
+				hc, host, err := apiServerClient(cmd, kubeconfig)
 				if err != nil {
 					return err
 				}
-				return tap.RunRemote(cmd.Context(), hc, rc.Host, fl, isTerminal(cmd.OutOrStdout()), cmd.OutOrStdout())
+				return tap.RunRemote(cmd.Context(), hc, host, fl, isTerminal(cmd.OutOrStdout()), cmd.OutOrStdout())
 			}
 			cfg, err := fl.Config(isTerminal(cmd.OutOrStdout()))
 			if err != nil {
@@ -74,7 +73,7 @@ reads the bus instead.`,
 	}
 	cmd.PersistentFlags().StringVar(&fl.URL, "nats-url", tap.DefaultURL, "NATS server URL")
 	addNATSFlags(cmd.PersistentFlags(), &nf)
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "read through the API server with this kubeconfig instead of from NATS directly")
+	cmd.PersistentFlags().StringVar(&kubeconfig, "kubeconfig", "", "read through the API server with this kubeconfig instead of from NATS directly")
 	f := cmd.Flags()
 	f.StringVar(&fl.Resource, "resource", "", "only this resource: pods, deployments.apps, apps/deployments or a short name")
 	f.StringVarP(&fl.Namespace, "namespace", "n", "", "only this namespace")
@@ -87,32 +86,64 @@ reads the bus instead.`,
 	f.StringVarP(&fl.Output, "output", "o", "table", "output format: table, json (one object per line) or yaml")
 	f.BoolVar(&fl.NoColor, "no-color", false, "never colour the diff")
 	f.BoolVar(&lag, "lag", false, "print consumer lag instead (same as 'kubebus tap lag')")
-	cmd.AddCommand(newTapLagCmd(&fl, &nf))
+	cmd.AddCommand(newTapLagCmd(&fl, &kubeconfig, &nf))
 	return cmd
 }
 
-func newTapLagCmd(fl *tap.Flags, nf *natsFlags) *cobra.Command {
+func newTapLagCmd(fl *tap.Flags, kubeconfig *string, nf *natsFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "lag",
 		Short: "Show how far every durable consumer of the bus is behind",
 		Long: `For every durable consumer on KUBE_HISTORY and KUBE_NODEPODS print its
 filter, how many messages it has still to process (undelivered plus
 unacknowledged), the age of the oldest one it has not acknowledged, and the
-revision at its ack floor; the most behind first.`,
+revision at its ack floor; the most behind first.
+
+With --kubeconfig the API server reads the consumers for a user who may list
+and watch every resource in every namespace; otherwise lag reads NATS
+directly with bus credentials, as tap does.`,
+		Example: `  kubebus tap lag
+  kubebus tap lag --kubeconfig ~/.kube/config`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return tapLag(cmd, fl.URL, *nf)
+			return tapLag(cmd, fl.URL, *kubeconfig, *nf)
 		},
 	}
 }
 
-// tapLag prints the consumers' lag.
-func tapLag(cmd *cobra.Command, url string, nf natsFlags) error {
+// tapLag prints the consumers' lag: through the API server with a
+// kubeconfig, else from NATS at url.
+func tapLag(cmd *cobra.Command, url, kubeconfig string, nf natsFlags) error {
+	if kubeconfig != "" {
+		hc, host, err := apiServerClient(cmd, kubeconfig)
+		if err != nil {
+			return err
+		}
+		return tap.LagRemote(cmd.Context(), hc, host, cmd.OutOrStdout())
+	}
 	creds, err := nf.credentialsFrom("")
 	if err != nil {
 		return fmt.Errorf("tap: bus credentials: %w", err)
 	}
 	return tap.Lag(cmd.Context(), url, creds, cmd.OutOrStdout())
+}
+
+// apiServerClient is an HTTP client with the credentials of the kubeconfig
+// at path, and the API server it names. --nats-url with --kubeconfig is an
+// error: one reads NATS directly, the other through the API server.
+func apiServerClient(cmd *cobra.Command, path string) (*http.Client, string, error) {
+	if cmd.Flags().Changed("nats-url") {
+		return nil, "", errors.New("tap: --kubeconfig reads through the API server and --nats-url reads NATS directly; pick one")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, "", fmt.Errorf("tap: a client for %s: %w", rc.Host, err)
+	}
+	return hc, rc.Host, nil
 }
 
 // isTerminal reports whether w is a character device (a terminal).
