@@ -1,6 +1,8 @@
 package informer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,9 +32,10 @@ type Config[T runtime.Object] struct {
 	// forever (bus.Connect does); the informer reopens its consumer after an
 	// outage.
 	JetStream jetstream.JetStream
-	// Component names the durable consumer, with the group, resource and the
-	// optional namespace, node and instance:
-	// "<component>-<group>-<resource>[-<namespace>][-<node>][-<instance>]".
+	// Component names the durable consumer, with the resource and the
+	// optional namespace and instance (see durableName): e.g.
+	// "kube-controller-manager_leases-coordination-k8s-io_ns-kube-node-lease_vm-1".
+	// It should be made of letters, digits and '-'.
 	Component string
 	// Group ("" for core) and Resource (plural) select the objects.
 	Group, Resource string
@@ -95,9 +98,103 @@ func (c *Config[T]) validate() error {
 	return nil
 }
 
-// durableName is the durable consumer's name: the tokens joined by '-', each
-// escaped so that it is a valid consumer name.
+// maxDurableLen is NATS's limit on the length of a consumer name.
+const maxDurableLen = 255
+
+// durableName is the durable consumer's name. It says whose consumer it is
+// and what it reads:
+//
+//	<component>_<resource>[-<group>][_ns-<namespace>][_<instance>]
+//
+// with the group's dots written as dashes, e.g. "kube-scheduler_pods_vm-1",
+// "kube-controller-manager_leases-coordination-k8s-io_ns-kube-node-lease".
+// NATS names may not hold '.', '*', '>', whitespace or path separators, so
+// every character other than a letter, a digit or '-' is written as '-'.
+// Where that loses something (a group or a resource with a dash, a dot in
+// a namespace or an instance, an instance that starts with "ns-", a name
+// over maxDurableLen), the name would no longer read back as this
+// informer's selection: it then ends in '~' and ten hex digits of a hash
+// of the exact fields, so two informers never share a name ('~' appears in
+// no name without the hash).
+//
+// A node informer (Node set) keeps the name bus/busauth.NodeConsumer
+// expects, the one older kubebus gave every informer
+// (legacyDurableName): the node's bus permissions allow that one
+// consumer only.
 func (c *Config[T]) durableName() string {
+	if c.Node != "" {
+		return c.legacyDurableName()
+	}
+	f := durableFields{Component: c.Component, Group: c.Group, Resource: c.Resource, Namespace: c.Namespace, Instance: c.Instance}
+	name := f.readable()
+	if back, ok := parseDurable(name); ok && back == f && len(name) <= maxDurableLen {
+		return name
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{f.Component, f.Group, f.Resource, f.Namespace, f.Instance}, "\x00")))
+	suffix := "~" + hex.EncodeToString(sum[:])[:10]
+	return name[:min(len(name), maxDurableLen-len(suffix))] + suffix
+}
+
+// durableFields are what a durable name says.
+type durableFields struct {
+	Component, Group, Resource, Namespace, Instance string
+}
+
+// readable writes the fields as a name, possibly losing something.
+func (f durableFields) readable() string {
+	rg := nameToken(f.Resource)
+	if f.Group != "" {
+		rg += "-" + nameToken(f.Group)
+	}
+	parts := []string{nameToken(f.Component), rg}
+	if f.Namespace != "" {
+		parts = append(parts, "ns-"+nameToken(f.Namespace))
+	}
+	if f.Instance != "" {
+		parts = append(parts, nameToken(f.Instance))
+	}
+	return strings.Join(parts, "_")
+}
+
+// parseDurable reads a name without a hash back into its fields.
+func parseDurable(name string) (durableFields, bool) {
+	parts := strings.Split(name, "_")
+	if len(parts) < 2 || len(parts) > 4 {
+		return durableFields{}, false
+	}
+	f := durableFields{Component: parts[0]}
+	var group string
+	f.Resource, group, _ = strings.Cut(parts[1], "-")
+	f.Group = strings.ReplaceAll(group, "-", ".")
+	rest := parts[2:]
+	if len(rest) > 0 && strings.HasPrefix(rest[0], "ns-") {
+		f.Namespace, rest = strings.TrimPrefix(rest[0], "ns-"), rest[1:]
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		f.Instance = rest[0]
+	default:
+		return durableFields{}, false
+	}
+	return f, true
+}
+
+// nameToken writes every character of s that is not a letter, a digit or
+// '-' as '-'.
+func nameToken(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+// legacyDurableName is the name older kubebus gave the durable consumer:
+// "<component>-<group or core>-<resource>[-<namespace>][-<node>][-<instance>]",
+// each token escaped with bus.Escape.
+func (c *Config[T]) legacyDurableName() string {
 	parts := []string{c.Component, groupToken(c.Group), c.Resource}
 	for _, p := range []string{c.Namespace, c.Node, c.Instance} {
 		if p != "" {

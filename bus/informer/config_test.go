@@ -1,11 +1,14 @@
 package informer
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubebus/kubebus/bus/busauth"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -69,15 +72,18 @@ func TestConfigSubjects(t *testing.T) {
 		filters                       []string
 	}{
 		{"core resource", cfg{Component: "scheduler", Resource: "pods"},
-			"scheduler-core-pods", "KUBE_HISTORY", "kstate.core.pods.>", "kube.core.pods.>",
+			"scheduler_pods", "KUBE_HISTORY", "kstate.core.pods.>", "kube.core.pods.>",
 			[]string{"kube.core.pods.>", "kbus.gap"}},
 		{"dotted group and a namespace", cfg{Component: "controller-manager", Group: "apps", Resource: "deployments", Namespace: "kube-system"},
-			"controller-manager-apps-deployments-kube-system", "KUBE_HISTORY", "kstate.apps.deployments.kube-system.*", "kube.apps.deployments.>",
+			"controller-manager_deployments-apps_ns-kube-system", "KUBE_HISTORY", "kstate.apps.deployments.kube-system.*", "kube.apps.deployments.>",
 			[]string{"kube.apps.deployments.>", "kbus.gap"}},
-		{"group with dots is escaped", cfg{Component: "gc", Group: "networking.k8s.io", Resource: "ingresses"},
-			"gc-networking%2Ek8s%2Eio-ingresses", "KUBE_HISTORY", "kstate.networking%2Ek8s%2Eio.ingresses.>", "kube.networking%2Ek8s%2Eio.ingresses.>",
+		{"group with dots", cfg{Component: "gc", Group: "networking.k8s.io", Resource: "ingresses"},
+			"gc_ingresses-networking-k8s-io", "KUBE_HISTORY", "kstate.networking%2Ek8s%2Eio.ingresses.>", "kube.networking%2Ek8s%2Eio.ingresses.>",
 			[]string{"kube.networking%2Ek8s%2Eio.ingresses.>", "kbus.gap"}},
-		{"node with an instance", cfg{Component: "kubelet", Resource: "pods", Node: "worker.1", Instance: "a b"},
+		{"namespace and instance", cfg{Component: "kube-controller-manager", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-node-lease", Instance: "vm"},
+			"kube-controller-manager_leases-coordination-k8s-io_ns-kube-node-lease_vm", "KUBE_HISTORY", "kstate.coordination%2Ek8s%2Eio.leases.kube-node-lease.*",
+			"kube.coordination%2Ek8s%2Eio.leases.>", []string{"kube.coordination%2Ek8s%2Eio.leases.>", "kbus.gap"}},
+		{"node with an instance keeps the old name", cfg{Component: "kubelet", Resource: "pods", Node: "worker.1", Instance: "a b"},
 			"kubelet-core-pods-worker%2E1-a%20b", "KUBE_NODEPODS", "kstatenode.worker%2E1.>", "knode.worker%2E1.>",
 			[]string{"knode.worker%2E1.>"}},
 	}
@@ -99,5 +105,84 @@ func TestConfigSubjects(t *testing.T) {
 				t.Errorf("durable name %q is not a valid consumer name", c.durableName())
 			}
 		})
+	}
+}
+
+// validConsumerName: what NATS accepts as a consumer name.
+func validConsumerName(t *testing.T, name string) {
+	t.Helper()
+	if name == "" || len(name) > maxDurableLen || strings.ContainsAny(name, ">*. /\\\t\r\n") {
+		t.Errorf("durable name %q is not a valid consumer name", name)
+	}
+}
+
+// hashed matches a name that ends in the hash of its fields.
+var hashed = regexp.MustCompile(`^[A-Za-z0-9_-]+~[0-9a-f]{10}$`)
+
+// TestDurableNames: names read as their selection and are unique; where
+// the readable form loses something, and only there, a hash tells the
+// selections apart.
+func TestDurableNames(t *testing.T) {
+	t.Parallel()
+	type cfg = Config[*corev1.Pod]
+	long := strings.Repeat("x", 300)
+	tests := []struct {
+		c    cfg
+		want string // a readable name, or the readable part before "~" of a hashed one
+		hash bool
+	}{
+		{c: cfg{Component: "kube-scheduler", Resource: "pods", Instance: "vm-3399"}, want: "kube-scheduler_pods_vm-3399"},
+		{c: cfg{Component: "kube-proxy", Group: "discovery.k8s.io", Resource: "endpointslices"}, want: "kube-proxy_endpointslices-discovery-k8s-io"},
+		{c: cfg{Component: "kube-apiserver", Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Instance: "Host-1"},
+			want: "kube-apiserver_clusterroles-rbac-authorization-k8s-io_Host-1"},
+		{c: cfg{Component: "kcm", Resource: "pods", Namespace: "ns-a", Instance: "ns-b"}, want: "kcm_pods_ns-ns-a_ns-b"},
+		// Lossy: each of these has a twin below that reads the same.
+		{c: cfg{Component: "c", Group: "a-b.c", Resource: "r"}, want: "c_r-a-b-c", hash: true},
+		{c: cfg{Component: "c", Group: "a.b-c", Resource: "r"}, want: "c_r-a-b-c", hash: true},
+		{c: cfg{Component: "c", Group: "a.b.c", Resource: "r"}, want: "c_r-a-b-c"},
+		{c: cfg{Component: "c", Resource: "foo-bar"}, want: "c_foo-bar", hash: true},
+		{c: cfg{Component: "c", Group: "bar", Resource: "foo"}, want: "c_foo-bar"},
+		{c: cfg{Component: "c", Resource: "r", Instance: "ns-x"}, want: "c_r_ns-x", hash: true},
+		{c: cfg{Component: "c", Resource: "r", Namespace: "x"}, want: "c_r_ns-x"},
+		{c: cfg{Component: "c", Resource: "r", Instance: "host.example.com-12"}, want: "c_r_host-example-com-12", hash: true},
+		{c: cfg{Component: "c", Resource: "r", Instance: "host-example-com-12"}, want: "c_r_host-example-com-12"},
+		{c: cfg{Component: "c", Resource: "r", Instance: "a b"}, want: "c_r_a-b", hash: true},
+		{c: cfg{Component: "c", Resource: "r", Instance: "a_b"}, want: "c_r_a-b", hash: true},
+		{c: cfg{Component: "c_r", Resource: "a-b"}, want: "c-r_a-b", hash: true},
+		{c: cfg{Component: "c", Resource: "r", Instance: "ünï"}, want: "c_r_-n-", hash: true},
+		{c: cfg{Component: "c", Resource: "r", Instance: "a~b"}, want: "c_r_a-b", hash: true},
+		{c: cfg{Component: "c", Resource: "r", Instance: long}, want: "c_r_" + long[:maxDurableLen-15], hash: true},
+		{c: cfg{Component: "c", Resource: "r", Instance: long + "y"}, want: "c_r_" + long[:maxDurableLen-15], hash: true},
+	}
+	seen := map[string]cfg{}
+	for _, tc := range tests {
+		name := tc.c.durableName()
+		validConsumerName(t, name)
+		readable, _, _ := strings.Cut(name, "~")
+		if readable != tc.want || hashed.MatchString(name) != tc.hash {
+			t.Errorf("%+v: durable name %q, want %q hashed: %v", tc.c, name, tc.want, tc.hash)
+		}
+		if other, dup := seen[name]; dup {
+			t.Errorf("%+v and %+v share the durable name %q", tc.c, other, name)
+		}
+		seen[name] = tc.c
+		if again := tc.c.durableName(); again != name {
+			t.Errorf("%+v: durable name %q, then %q", tc.c, name, again)
+		}
+	}
+}
+
+// TestNodeDurableNames: a kubelet's informer keeps the consumer name the
+// bus's node permissions are keyed on.
+func TestNodeDurableNames(t *testing.T) {
+	t.Parallel()
+	for _, node := range []string{"a", "n1.example.com", "node_1"} {
+		c := Config[*corev1.Pod]{Component: "kubelet", Resource: "pods", Node: node}
+		if got, want := c.durableName(), busauth.NodeConsumer(node); got != want {
+			t.Errorf("node %q: durable name %q, busauth.NodeConsumer %q", node, got, want)
+		}
+		if c.legacyDurableName() != c.durableName() {
+			t.Errorf("node %q: the name changed from %q to %q", node, c.legacyDurableName(), c.durableName())
+		}
 	}
 }

@@ -108,6 +108,7 @@ func (i *Informer[T]) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	i.removeLegacyDurable(ctx)
 	err := i.follow(ctx)
 	if ctx.Err() != nil {
 		i.log.Debug("informer stopped", "revision", i.Revision())

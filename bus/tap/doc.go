@@ -4,8 +4,11 @@
 //
 // The package is split the way the rest of kubebus is: the parts that decide
 // (filters, --since parsing, the revision-to-sequence search, the JSON field
-// diff, the renderers, the lag table) are pure functions tested with tables;
-// tail.go and lag.go do the little NATS I/O there is.
+// diff, which matches list elements by their strategic-merge-patch merge
+// key, the renderers, the lag table) are pure functions tested with tables;
+// tail.go and lag.go do the little NATS I/O there is, and remote.go and
+// lagremote.go serve the tap and the lag table from the API server to
+// users with a kubeconfig only.
 //
 // The tap is read-only. It never publishes, and it reads with ordered
 // consumers, which are ephemeral, unacknowledged and held in memory on the
