@@ -29,6 +29,7 @@ import (
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/busauth"
 	"github.com/kubebus/kubebus/bus/publish"
+	"github.com/kubebus/kubebus/bus/stages"
 	"github.com/kubebus/kubebus/bus/tap"
 )
 
@@ -192,6 +193,23 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		runCaches = caches.Run
+		// The pod stage histograms, read from KUBE_HISTORY.
+		sctx, stopStages := context.WithCancel(ctx)
+		stagesDone := make(chan struct{})
+		go func() {
+			defer close(stagesDone)
+			if err := stages.Run(sctx, stages.Config{JetStream: js, Registerer: metrics.Registry,
+				Logger: o.Logger.With("component", "pod-stages")}); err != nil {
+				o.Logger.Error("the pod stage metrics stopped", "err", err)
+			}
+		}()
+		defer func() {
+			stopStages()
+			select { // it deletes its consumer on the way out; not for long when NATS is gone
+			case <-stagesDone:
+			case <-time.After(2 * time.Second):
+			}
+		}()
 	}
 	sec, err := newSecurity(o, store, caches)
 	if err != nil {

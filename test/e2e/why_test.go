@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +124,35 @@ func whyDeployment(name string, replicas int32, mut func(*appsv1.Deployment)) *a
 	return d
 }
 
+// stageCounts reads the observation counts of the API server's
+// kubebus_pod_stage_duration_seconds histogram, by stage.
+func stageCounts(t *testing.T, s *harness.Server) map[string]float64 {
+	t.Helper()
+	resp, err := s.HTTPClient(t).Get(s.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, `kubebus_pod_stage_duration_seconds_count{stage="`)
+		if !ok {
+			continue
+		}
+		stage, value, _ := strings.Cut(rest, `"} `)
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("bad metric line %q", line)
+		}
+		counts[stage] = v
+	}
+	return counts
+}
+
 // TestIntegrationWhy: `kubebus why` (and `kubectl why`, the plugin) names
 // the right cause for each way a workload gets stuck, from the bus's
 // history, also after the Events are deleted; for a healthy Deployment the
@@ -218,6 +249,19 @@ func TestIntegrationWhy(t *testing.T) {
 			}
 		}
 		t.Logf("kubebus why deploy/web:\n%s", out)
+
+		// The API server observed the same steps in its stage histograms:
+		// both pods went from created to ready, and at least one proxy
+		// programmed their endpoints.
+		harness.Eventually(t, 30*time.Second, func() error {
+			counts := stageCounts(t, s)
+			for _, st := range []string{"created_scheduled", "scheduled_sandbox", "sandbox_started", "started_ready", "ready_endpoints", "endpoints_programmed"} {
+				if counts[st] < 2 {
+					return fmt.Errorf("stage %s observed %v times: %v", st, counts[st], counts)
+				}
+			}
+			return nil
+		})
 	})
 
 	t.Run("pod too big for any node", func(t *testing.T) {
