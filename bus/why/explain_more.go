@@ -50,8 +50,8 @@ func (e *explainer) unschedulable(p *corev1.Pod, c corev1.PodCondition) Finding 
 
 // nodeFit is how far one node is from taking a pod.
 type nodeFit struct {
-	name      string
-	fails     []string
+	name  string
+	fails []string
 	// shortfall weighs the failures: each resource counts missing/requested
 	// (a node almost big enough is close), anything else counts 1.
 	shortfall float64
