@@ -417,13 +417,9 @@ const ProxyUser = "system:kube-proxy"
 
 // admitProxyLease lets a proxy write only the Leases proxies record in.
 func admitProxyLease(req *auth.AdmissionRequest) error {
-	name := req.Attributes.Name
-	if req.Operation == auth.Create {
-		m, err := meta.Accessor(req.Object)
-		if err != nil {
-			return forbidRequest(req, errors.New("unable to access the object name"))
-		}
-		name = m.GetName()
+	name, err := writtenName(req)
+	if err != nil {
+		return err
 	}
 	if _, ok := lifecycle.ProxyNode(req.Attributes.Namespace, name); !ok {
 		return forbidRequest(req, fmt.Errorf("a proxy can only write leases named %s<node> in the %q namespace", lifecycle.ProxyLeasePrefix, lifecycle.ProxyLeaseNamespace))
@@ -431,15 +427,24 @@ func admitProxyLease(req *auth.AdmissionRequest) error {
 	return nil
 }
 
+// writtenName is the name of the object a request writes: the created
+// object's, else the request's.
+func writtenName(req *auth.AdmissionRequest) (string, error) {
+	if req.Operation != auth.Create {
+		return req.Attributes.Name, nil
+	}
+	m, err := meta.Accessor(req.Object)
+	if err != nil {
+		return "", forbidRequest(req, errors.New("unable to access the object name"))
+	}
+	return m.GetName(), nil
+}
+
 // admitOwnNamed requires the object written to be named after the node.
 func admitOwnNamed(nodeName string, req *auth.AdmissionRequest, msg string) error {
-	name := req.Attributes.Name
-	if req.Operation == auth.Create {
-		m, err := meta.Accessor(req.Object)
-		if err != nil {
-			return forbidRequest(req, errors.New("unable to access the object name"))
-		}
-		name = m.GetName()
+	name, err := writtenName(req)
+	if err != nil {
+		return err
 	}
 	if name != nodeName {
 		return forbidRequest(req, errors.New(msg))
