@@ -24,5 +24,6 @@
 //
 // Run is the little I/O there is: an ephemeral ordered consumer on
 // KUBE_HISTORY, filtered to pods, EndpointSlices, the proxies' Leases and
-// gap events, that starts with new messages and feeds the Tracker.
+// gap events, that starts with what is stored from the moment Run starts
+// and feeds the Tracker.
 package stages

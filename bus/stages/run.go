@@ -55,7 +55,8 @@ const (
 var errRecreated = errors.New("stream " + bus.HistoryStream + " was created again")
 
 // Run registers the stage metrics on cfg.Registerer and keeps them up to
-// date from the new messages of KUBE_HISTORY until ctx ends, then returns
+// date from the messages KUBE_HISTORY stores from its start on (also those
+// stored while the stream was still being made) until ctx ends, then returns
 // nil. It reads with an ephemeral ordered consumer and outlives NATS
 // outages, retrying with backoff; when the stream is created again, it
 // clears the tracker and follows the new stream's new messages. It returns
@@ -79,7 +80,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	r := &reader{js: cfg.JetStream, log: cfg.Logger, every: cfg.CheckEvery, t: NewTracker(cfg.Limits), m: m}
+	r := &reader{js: cfg.JetStream, log: cfg.Logger, every: cfg.CheckEvery, t: NewTracker(cfg.Limits), m: m, since: time.Now()}
 	delay := minRetry
 	for {
 		progressed, err := r.follow(ctx)
@@ -110,6 +111,10 @@ type reader struct {
 	t     *Tracker
 	m     *Metrics
 	born  time.Time // when the stream read was created; zero before the first
+	// since is when Run started: the first read starts there, so pods
+	// created while the stream was not there yet (the API server's start)
+	// are followed all the same.
+	since time.Time
 	seq   uint64    // the last stream sequence read (or skipped)
 }
 
@@ -140,6 +145,7 @@ func (r *reader) follow(ctx context.Context) (progressed bool, err error) {
 		MaxResetAttempts: 1}
 	switch {
 	case r.born.IsZero():
+		occ.DeliverPolicy, occ.OptStartTime = jetstream.DeliverByStartTimePolicy, &r.since
 	case r.changed(info):
 		r.reset("stream "+bus.HistoryStream+" was created again", "created", info.Created)
 	case info.State.FirstSeq > r.seq+1:

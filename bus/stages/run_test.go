@@ -156,7 +156,7 @@ func waitForReader(t *testing.T, js jetstream.JetStream) {
 		l := st.ListConsumers(context.Background())
 		found := false
 		for ci := range l.Info() {
-			found = found || ci.Config.DeliverPolicy == jetstream.DeliverNewPolicy
+			found = found || ci.Config.DeliverPolicy == jetstream.DeliverNewPolicy || ci.Config.DeliverPolicy == jetstream.DeliverByStartTimePolicy
 		}
 		return found && l.Err() == nil
 	})

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -224,7 +226,12 @@ func tokenKubeconfig(t testing.TB, s *harness.Server, token string) string {
 		ai.ClientCertificate, ai.ClientKey, ai.ClientCertificateData, ai.ClientKeyData = "", "", nil, nil
 		ai.Token = token
 	}
-	p := filepath.Join(s.Dir, "kubeconfig-"+token)
+	name := token
+	if len(name) > 40 { // a JWT is too long for a file name
+		sum := sha256.Sum256([]byte(token))
+		name = hex.EncodeToString(sum[:8])
+	}
+	p := filepath.Join(s.Dir, "kubeconfig-"+name)
 	if err := clientcmd.WriteToFile(*cfg, p); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,10 +33,16 @@ import (
 // output.
 func whyRun(t *testing.T, s *harness.Server, args ...string) (string, error) {
 	t.Helper()
+	return whyRunAs(t, s.Kubeconfig, args...)
+}
+
+// whyRunAs runs `kubebus why ARGS` with a kubeconfig.
+func whyRunAs(t *testing.T, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := app.Run(ctx, append([]string{"why", "--kubeconfig", s.Kubeconfig}, args...), &out, &errb)
+	err := app.Run(ctx, append([]string{"why", "--kubeconfig", kubeconfig}, args...), &out, &errb)
 	if err != nil {
 		return out.String(), fmt.Errorf("kubebus why %s: %w: %s", strings.Join(args, " "), err, errb.String())
 	}
@@ -401,6 +409,46 @@ func TestIntegrationWhy(t *testing.T) {
 			t.Logf("kubectl why svc/typo:\n%s", out)
 			return nil
 		})
+	})
+
+	t.Run("a namespace viewer's rights are enough", func(t *testing.T) {
+		// A ServiceAccount with the view role in the namespace only: no
+		// nodes, no proxy Leases, no other namespace.
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "viewer", Namespace: ns}}}
+		if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "viewer", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc := tokenKubeconfig(t, s, tok.Status.Token)
+		harness.Eventually(t, 30*time.Second, func() error {
+			out, err := whyRunAs(t, kc, "pod/crash", "-n", ns, "-o", "json")
+			if err != nil {
+				return err
+			}
+			var r why.Report
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				return err
+			}
+			if len(r.Stops) == 0 || r.Stops[0].Cause != "CrashLoopBackOff" || !strings.Contains(strings.Join(r.Stops[0].Evidence, "\n"), "about to fail") {
+				return fmt.Errorf("the viewer's diagnosis: %+v", r.Stops)
+			}
+			notes := strings.Join(r.Notes, "\n")
+			if !strings.Contains(notes, "not read: nodes") || !strings.Contains(notes, "not read: leases.coordination.k8s.io in kube-node-lease") {
+				return fmt.Errorf("what the viewer could not read is not named: %q", notes)
+			}
+			return nil
+		})
+		// Another namespace is refused outright.
+		if _, err := whyRunAs(t, kc, "pod/crash", "-n", "default"); err == nil || !strings.Contains(err.Error(), "403") {
+			t.Errorf("a viewer of %s explained a pod of default: %v", ns, err)
+		}
 	})
 
 	t.Run("as it was: --at a revision before the pod was bound", func(t *testing.T) {
