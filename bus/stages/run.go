@@ -115,7 +115,7 @@ type reader struct {
 	// created while the stream was not there yet (the API server's start)
 	// are followed all the same.
 	since time.Time
-	seq   uint64    // the last stream sequence read (or skipped)
+	seq   uint64 // the last stream sequence read (or skipped)
 }
 
 // changed reports whether info is of another stream than the one read.
