@@ -28,6 +28,10 @@ var subresourceInfo = map[resource.Subresource]struct {
 	resource.Eviction: {verbs: []string{"create"}, gvk: &schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}},
 	resource.Token:    {verbs: []string{"create"}, gvk: &schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}},
 	resource.Approval: {verbs: []string{"get", "patch", "update"}},
+	// Connect subresources, as upstream describes them.
+	resource.Exec:        {verbs: []string{"create", "get"}, gvk: &schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}},
+	resource.Attach:      {verbs: []string{"create", "get"}, gvk: &schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}},
+	resource.PortForward: {verbs: []string{"create", "get"}, gvk: &schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}},
 }
 
 // groupVersions returns the served group versions, core first, then by group name.

@@ -1,7 +1,10 @@
 package apiserver
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -38,6 +41,22 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	}
 	return r.ResponseWriter.Write(b)
 }
+
+// Hijack lets the streaming subresources (exec, attach, port-forward)
+// take the connection over through the recorder.
+func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := r.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("%T cannot be hijacked", r.ResponseWriter)
+	}
+	if r.code == 0 {
+		r.code = http.StatusSwitchingProtocols
+	}
+	return h.Hijack()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // Flush lets watch handlers stream through the recorder.
 func (r *statusRecorder) Flush() {
@@ -116,9 +135,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 }
 
 // longRunning reports whether a request streams with no deadline of its
-// own: watches and pods/log, as upstream.
+// own: watches, pods/log and the streaming subresources, as upstream.
 func longRunning(ri RequestInfo) bool {
-	return ri.Verb == "watch" || ri.Subresource == string(resource.Log)
+	return ri.Verb == "watch" || ri.Subresource == string(resource.Log) || isStreamSubresource(ri.Subresource)
 }
 
 // checkScope rejects paths whose namespace part does not fit the resource.
@@ -141,11 +160,14 @@ func (s *Server) checkScope(res *resource.Resource, ri RequestInfo) error {
 func checkOptions(r *http.Request, ri RequestInfo) error {
 	switch ri.Verb {
 	case "get":
-		if ri.Subresource == string(resource.Log) {
-			return nil // PodLogOptions, read by the handler
+		if ri.Subresource == string(resource.Log) || isStreamSubresource(ri.Subresource) {
+			return nil // PodLogOptions and the like, read by the handler
 		}
 		return decodeParams(r.URL.Query(), &metav1.GetOptions{})
 	case "create", "update", "patch":
+		if isStreamSubresource(ri.Subresource) {
+			return nil // PodExecOptions and the like, read by the handler
+		}
 		return checkWriteOptions(r, ri.Verb)
 	}
 	return nil
@@ -231,6 +253,10 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri RequestInfo
 	case resource.Log:
 		if ri.Verb == "get" && res.GVK == corev1.SchemeGroupVersion.WithKind("Pod") {
 			return s.podLog(w, r, ri, res)
+		}
+	case resource.Exec, resource.Attach, resource.PortForward:
+		if (ri.Verb == "get" || ri.Verb == "create") && res.GVK == corev1.SchemeGroupVersion.WithKind("Pod") {
+			return s.podStream(w, r, ri, res)
 		}
 	}
 	return notAllowed

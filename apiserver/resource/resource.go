@@ -24,6 +24,11 @@ const (
 	Eviction Subresource = "eviction"
 	Token    Subresource = "token"    // serviceaccounts/token: a TokenRequest
 	Approval Subresource = "approval" // certificatesigningrequests/approval
+	// Exec, Attach and PortForward are pods' streaming subresources,
+	// proxied to the kubelet.
+	Exec        Subresource = "exec"
+	Attach      Subresource = "attach"
+	PortForward Subresource = "portforward"
 )
 
 // Resource is one row of the table.

@@ -1,6 +1,9 @@
 // Package server is the kubelet's HTTPS endpoint (port 10250 by default).
 // It serves container logs to the API server, which proxies pods/log to it,
-// and /healthz.
+// exec, attach and port-forward (/exec, /attach, /portForward, which the
+// API server proxies pods/exec, pods/attach and pods/portforward to, over
+// SPDY or WebSocket, served by upstream's k8s.io/cri-streaming through a
+// StreamRuntime; hollow nodes, without one, answer 501), and /healthz.
 //
 // Every connection must present a client certificate signed by the cluster
 // CA (tls.RequireAndVerifyClientCert); the API server dials with its

@@ -64,6 +64,9 @@ type Config struct {
 	Logs LogLocator
 	// Text, instead of Logs, makes up the logs.
 	Text LogTexter
+	// Streams serves exec, attach and port-forward; nil answers them with
+	// 501 (ErrStreamingUnsupported).
+	Streams StreamRuntime
 	// Authorize, when set, decides whether the user of a verified client
 	// certificate (its common name and organizations) may read logs; a
 	// non-nil error is answered with 403 and its message. Nil lets every
@@ -174,6 +177,7 @@ func New(cfg Config) (*Server, error) {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", s.authorize(http.HandlerFunc(s.serveContainerLogs)))
+	s.routeStreams(mux)
 	s.handler = mux
 	return s, nil
 }

@@ -249,7 +249,7 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL st
 		}
 	}
 	logs, err := server.New(server.Config{
-		TLS: serving.tls, CertFile: o.tlsCert, KeyFile: o.tlsKey, ClientCAFile: o.caFile, ClientCAs: clientCAs, Logs: k, Logger: log,
+		TLS: serving.tls, CertFile: o.tlsCert, KeyFile: o.tlsKey, ClientCAFile: o.caFile, ClientCAs: clientCAs, Logs: k, Streams: k, Logger: log,
 		Authorize: func(user string, _ []string) error {
 			if user != apiserver.KubeletClientUser {
 				return fmt.Errorf("user %q may not read logs from the kubelet", user)
