@@ -16,6 +16,8 @@ all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/kubebus ./cmd/kubebus
+	@# The pause program of the pod sandboxes: the kubelet finds it beside kubebus.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/kubebus-pause ./cmd/kubebus-pause
 	@ln -sf kubebus $(BIN)/kubectl-why
 
 ## up: install what the local node needs when missing, build, and start the all-in-one cluster

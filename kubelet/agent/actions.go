@@ -81,6 +81,8 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod) (runtime.S
 	cfg := runtime.SandboxConfig{
 		PodUID: string(pod.UID), Name: pod.Name, Namespace: pod.Namespace, Hostname: hostname,
 		HostNetwork: pod.Spec.HostNetwork, Labels: pod.Labels,
+		HostIPC: pod.Spec.HostIPC, HostPID: pod.Spec.HostPID,
+		ShareProcessNamespace: pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace,
 	}
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {

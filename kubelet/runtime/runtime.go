@@ -46,6 +46,12 @@ type SandboxConfig struct {
 	Hostname                string
 	// HostNetwork runs the pod in the node's network namespace (no CNI).
 	HostNetwork bool
+	// HostIPC and HostPID run the pod in the node's IPC and PID namespaces;
+	// otherwise the sandbox holds an IPC namespace its containers share.
+	HostIPC, HostPID bool
+	// ShareProcessNamespace gives the pod one PID namespace, the sandbox's,
+	// that all its containers join; otherwise each container has its own.
+	ShareProcessNamespace bool
 	// PortMappings are the pod's hostPorts, set up through the portmap plugin.
 	PortMappings []PortMapping
 	Labels       map[string]string

@@ -37,7 +37,9 @@ var (
 	buildErr  error
 )
 
-// Binary returns the kubebus binary: $KUBEBUS_BIN, or one built once per test process.
+// Binary returns the kubebus binary: $KUBEBUS_BIN, or one built once per test
+// process with the pause program (kubebus-pause) beside it, where the kubelet
+// looks for it.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("KUBEBUS_BIN"); p != "" {
@@ -57,6 +59,15 @@ func Binary(t testing.TB) string {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("building kubebus: %v\n%s", err, out)
+			return
+		}
+		// The pause program of the pod sandboxes, which the kubelet finds
+		// beside its executable (as `make build` puts it).
+		cmd = exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "kubebus-pause"), "./cmd/kubebus-pause")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building kubebus-pause: %v\n%s", err, out)
 		}
 	})
 	if buildErr != nil {

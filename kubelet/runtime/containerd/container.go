@@ -51,6 +51,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg run
 	if s.State != runtime.SandboxReady {
 		return "", fmt.Errorf("containerd: creating container %q: sandbox %s is not ready", cfg.Name, sandboxID)
 	}
+	var pausePID uint32
+	if s.PauseContainer != "" {
+		if pausePID, err = r.pausePID(ctx, s); err != nil {
+			return "", fmt.Errorf("containerd: creating container %q: sandbox %s is not ready: %w", cfg.Name, sandboxID, err)
+		}
+	}
 	image, err := r.getImage(ctx, cfg.Image)
 	if err != nil {
 		return "", fmt.Errorf("containerd: creating container %q: %w", cfg.Name, err)
@@ -79,7 +85,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg run
 	if r.cfg.RuncRoot != "" {
 		runtimeOpts = &options.Options{Root: r.cfg.RuncRoot}
 	}
-	specOpts := append(imageSpecOpts(image, &cfg), containerSpecOpts(&cfg, s, r.sandboxDir(s.ID))...)
+	specOpts := append(imageSpecOpts(image, &cfg), containerSpecOpts(&cfg, s, r.sandboxDir(s.ID), pausePID)...)
 	_, err = r.client.NewContainer(ctx, id,
 		client.WithImage(image),
 		client.WithSnapshotter(r.cfg.Snapshotter),

@@ -5,12 +5,26 @@
 //
 // # Sandboxes
 //
-// A pod sandbox is not a container: it is a network namespace the runtime
-// creates and bind-mounts at <Dir>/netns/<id>, attached to the pod network
-// through CNI, plus a JSON record at <Dir>/sandboxes/<id>/sandbox.json (pod
-// UID, name, namespace, labels, namespace path, IP, state, creation time)
-// and the files every container of the pod sees as /etc/hostname,
-// /etc/hosts and /etc/resolv.conf. Host-network sandboxes skip CNI and use
+// A pod sandbox is a network namespace the runtime creates and bind-mounts
+// at <Dir>/netns/<id>, attached to the pod network through CNI; a pause
+// container (ID "pause-<sandbox id>", labelled io.kubebus.sandbox.pause)
+// running the pause program in that network namespace, which holds the
+// pod's UTS namespace (its hostname), IPC namespace and PID namespace; a
+// tmpfs at <Dir>/sandboxes/<id>/shm that is the pod's /dev/shm; a JSON
+// record at <Dir>/sandboxes/<id>/sandbox.json (pod UID, name, namespace,
+// labels, namespace choices, pause container, namespace path, IP, state,
+// creation time); and the files every container of the pod sees as
+// /etc/hostname, /etc/hosts and /etc/resolv.conf.
+//
+// The pause image (kubebus.local/pause:<start of the program's SHA-256>)
+// is built in memory from Config.PauseBinary, the static program of
+// cmd/kubebus-pause that `make build` puts beside kubebus, and imported
+// when a sandbox needs it and containerd does not hold it. Without a pause
+// program the runtime runs sandboxes as before it had one: a network
+// namespace only. A sandbox whose pause process is gone is NotReady;
+// stopping a sandbox kills its pause container and unmounts its /dev/shm,
+// removing it removes them. ListContainers does not list pause containers:
+// they are the sandboxes', not the pods' containers. Host-network sandboxes skip CNI and use
 // the node's network namespace: Config.HostNetNS when set (a kubelet that
 // does not own the host, whose CNI plugins run in that namespace too, see
 // kubelet/cni), else the host's; a sandbox never removes it. A restarted
@@ -21,9 +35,12 @@
 // Containers are containerd containers in the runtime's namespace
 // (DefaultNamespace), run by runc through io.containerd.runc.v2, labelled
 // with the runtime.Label* constants and the config's labels. A container
-// joins its sandbox's network namespace and has the pod's hostname; it
-// shares no other namespace with the pod's other containers (each has its
-// own PID, IPC, UTS and mount namespaces: there is no pause container).
+// joins its sandbox's network namespace and its pause container's UTS and
+// IPC namespaces (/proc/<pause pid>/ns/...), with the sandbox's /dev/shm;
+// it joins the pause container's PID namespace when the pod shares one
+// (shareProcessNamespace), else it has its own, as it has its own mount
+// namespace. Host-network, host-IPC and host-PID pods have the node's
+// namespaces (and, for host IPC, its /dev/shm) instead.
 // Its stdout and stderr are appended, raw and interleaved, to
 // ContainerConfig.LogPath by the shim, so logging goes on while the kubelet
 // is down. TTY and Stdin are not supported: the process gets no terminal and

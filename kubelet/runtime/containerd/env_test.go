@@ -127,16 +127,33 @@ func startEnv(t *testing.T, o envOptions) *testEnv {
 		t.Fatal(err)
 	}
 	e.cfg = Config{
-		Address:   e.sup.Address(),
-		Dir:       filepath.Join(dir, "rt"),
-		Network:   e.net,
-		RuncRoot:  filepath.Join(dir, "runc"),
-		Namespace: testNamespace(dir),
-		HostNetNS: e.node.Path,
-		Logger:    testLogger(t),
+		PauseBinary: buildPause(t, dir),
+		Address:     e.sup.Address(),
+		Dir:         filepath.Join(dir, "rt"),
+		Network:     e.net,
+		RuncRoot:    filepath.Join(dir, "runc"),
+		Namespace:   testNamespace(dir),
+		HostNetNS:   e.node.Path,
+		Logger:      testLogger(t),
 	}
 	e.rt = e.newRuntime(t)
 	return e
+}
+
+// buildPause builds the pause program (cmd/kubebus-pause) into dir, static
+// as `make build` does, unless it is there, and returns its path.
+func buildPause(t testing.TB, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, PauseBinaryName)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", p, "github.com/kubebus/kubebus/cmd/kubebus-pause")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the pause program: %v\n%s", err, out)
+	}
+	return p
 }
 
 // httpGet fetches url from the node's network namespace.

@@ -24,6 +24,7 @@ const (
 	helperDirEnv    = "KUBEBUS_TEST_KUBELET_DIR"
 	helperBridgeEnv = "KUBEBUS_TEST_KUBELET_BRIDGE"
 	helperNetNSEnv  = "KUBEBUS_TEST_KUBELET_NETNS"
+	helperPauseEnv  = "KUBEBUS_TEST_KUBELET_PAUSE"
 	helperCIDR      = "10.244.79.0/24"
 )
 
@@ -52,7 +53,7 @@ func TestHelperKubeletProcess(t *testing.T) {
 	if err != nil {
 		fail(err)
 	}
-	rt, err := New(ctx, Config{Address: sup.Address(), Dir: filepath.Join(dir, "rt"), Network: network, RuncRoot: filepath.Join(dir, "runc"), Namespace: testNamespace(dir), HostNetNS: nodeNS})
+	rt, err := New(ctx, Config{PauseBinary: os.Getenv(helperPauseEnv), Address: sup.Address(), Dir: filepath.Join(dir, "rt"), Network: network, RuncRoot: filepath.Join(dir, "runc"), Namespace: testNamespace(dir), HostNetNS: nodeNS})
 	if err != nil {
 		fail(err)
 	}
@@ -115,7 +116,7 @@ func TestIntegrationKubeletRestart(t *testing.T) {
 	})
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperKubeletProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperDirEnv+"="+dir, helperBridgeEnv+"="+bridge, helperNetNSEnv+"="+node.Path)
+	cmd.Env = append(os.Environ(), helperDirEnv+"="+dir, helperBridgeEnv+"="+bridge, helperNetNSEnv+"="+node.Path, helperPauseEnv+"="+buildPause(t, dir))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("helper kubelet: %v\n%s", err, out)
@@ -171,6 +172,9 @@ func TestIntegrationKubeletRestart(t *testing.T) {
 	cs, err := e.rt.ListContainers(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(cs) != 2 {
+		t.Errorf("containers after the restart: %+v; want httpd and the exited one (the pause container is the sandbox's)", cs)
 	}
 	if c := findContainer(cs, containerID); c == nil || c.State != runtime.ContainerRunning || c.Name != "httpd" || c.SandboxID != sandboxID {
 		t.Errorf("httpd after the restart: %+v", c)

@@ -72,6 +72,13 @@ type Config struct {
 	// ResolvConf is copied as the pods' /etc/resolv.conf unless a container
 	// mounts its own (default /etc/resolv.conf).
 	ResolvConf string
+	// PauseBinary is the pause program (cmd/kubebus-pause, a static
+	// binary) the runtime builds its pause image from (default:
+	// PauseBinaryName beside the running executable, when it is there).
+	// Without one, sandboxes have no pause container: their containers
+	// share the network namespace only, each with its own IPC and PID
+	// namespaces, whatever the pod asks.
+	PauseBinary string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -102,6 +109,9 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.PauseBinary == "" {
+		c.PauseBinary = defaultPauseBinary()
+	}
 	return nil
 }
 
@@ -115,6 +125,10 @@ type Runtime struct {
 	locks  keyedMutex
 	// imageIDCache maps image targets (manifest digests) to image IDs.
 	imageIDCache sync.Map
+	// The pause image, built from Config.PauseBinary on first use.
+	pauseOnce sync.Once
+	pause     *pauseImage
+	pauseErr  error
 }
 
 // New checks the node's network namespace (when HostNetNS is set), finds

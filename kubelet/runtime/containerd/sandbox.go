@@ -18,12 +18,24 @@ import (
 
 // sandboxRecord is what the runtime keeps on disk about a sandbox.
 type sandboxRecord struct {
-	ID           string                `json:"id"`
-	PodUID       string                `json:"podUID"`
-	Name         string                `json:"name"`
-	Namespace    string                `json:"namespace"`
-	Hostname     string                `json:"hostname"`
-	HostNetwork  bool                  `json:"hostNetwork,omitempty"`
+	ID          string `json:"id"`
+	PodUID      string `json:"podUID"`
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace"`
+	Hostname    string `json:"hostname"`
+	HostNetwork bool   `json:"hostNetwork,omitempty"`
+	// HostIPC, HostPID and ShareProcessNamespace are the pod's choices
+	// (runtime.SandboxConfig).
+	HostIPC               bool `json:"hostIPC,omitempty"`
+	HostPID               bool `json:"hostPID,omitempty"`
+	ShareProcessNamespace bool `json:"shareProcessNamespace,omitempty"`
+	// PauseContainer is the containerd ID of the sandbox's pause container
+	// ("" for a sandbox made without a pause program).
+	PauseContainer string `json:"pauseContainer,omitempty"`
+	// SharedShm: the sandbox's /dev/shm is a tmpfs at <dir>/shm that its
+	// containers share (sandboxes with a pause container and their own IPC
+	// namespace).
+	SharedShm    bool                  `json:"sharedShm,omitempty"`
 	PortMappings []runtime.PortMapping `json:"portMappings,omitempty"`
 	Labels       map[string]string     `json:"labels,omitempty"`
 	NetNSPath    string                `json:"netnsPath,omitempty"`
@@ -98,8 +110,10 @@ func validateSandboxConfig(cfg *runtime.SandboxConfig) error {
 	return nil
 }
 
-// RunPodSandbox creates a sandbox: its record, and for a pod on the pod
-// network a network namespace attached through the Network.
+// RunPodSandbox creates a sandbox: its record, for a pod on the pod network
+// a network namespace attached through the Network, and (given a pause
+// program) its pause container, which holds the pod's UTS, IPC and PID
+// namespaces.
 func (r *Runtime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) (runtime.Sandbox, error) {
 	if err := validateSandboxConfig(&cfg); err != nil {
 		return runtime.Sandbox{}, err
@@ -108,16 +122,19 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) 
 		return runtime.Sandbox{}, errors.New("containerd: no pod network configured: only host-network pods can run")
 	}
 	s := &sandboxRecord{
-		ID:           newID(),
-		PodUID:       cfg.PodUID,
-		Name:         cfg.Name,
-		Namespace:    cfg.Namespace,
-		Hostname:     cfg.Hostname,
-		HostNetwork:  cfg.HostNetwork,
-		PortMappings: cfg.PortMappings,
-		Labels:       maps.Clone(cfg.Labels),
-		State:        runtime.SandboxNotReady,
-		CreatedAt:    time.Now().UTC(),
+		ID:                    newID(),
+		PodUID:                cfg.PodUID,
+		Name:                  cfg.Name,
+		Namespace:             cfg.Namespace,
+		Hostname:              cfg.Hostname,
+		HostNetwork:           cfg.HostNetwork,
+		HostIPC:               cfg.HostIPC,
+		HostPID:               cfg.HostPID,
+		PortMappings:          cfg.PortMappings,
+		ShareProcessNamespace: cfg.ShareProcessNamespace,
+		Labels:                maps.Clone(cfg.Labels),
+		State:                 runtime.SandboxNotReady,
+		CreatedAt:             time.Now().UTC(),
 	}
 	if s.HostNetwork {
 		h, err := os.Hostname()
@@ -147,7 +164,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) 
 	}
 	fail := func(err error) (runtime.Sandbox, error) {
 		cctx := context.WithoutCancel(ctx)
-		if cerr := r.teardownSandbox(cctx, s); cerr != nil {
+		if cerr := errors.Join(r.removePause(cctx, s), unmountShm(r.shmDir(s.ID)), r.teardownSandbox(cctx, s)); cerr != nil {
 			log.Error("cleaning up a sandbox that failed to start", "err", cerr)
 		} else {
 			os.RemoveAll(r.sandboxDir(s.ID))
@@ -167,11 +184,31 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) 
 	if err := r.writeEtcFiles(s); err != nil {
 		return fail(err)
 	}
+	pause, err := r.loadPauseImage()
+	if err != nil {
+		return fail(err)
+	}
+	if pause != nil {
+		// Recorded first, so that a failed start is cleaned up.
+		s.PauseContainer = pauseID(s.ID)
+		s.SharedShm = !s.HostIPC
+		if err := r.writeSandbox(s); err != nil {
+			return fail(err)
+		}
+		if s.SharedShm {
+			if err := mountShm(r.shmDir(s.ID)); err != nil {
+				return fail(err)
+			}
+		}
+		if err := r.startPause(ctx, s); err != nil {
+			return fail(fmt.Errorf("containerd: sandbox %s: %w", s.ID, err))
+		}
+	}
 	s.State = runtime.SandboxReady
 	if err := r.writeSandbox(s); err != nil {
 		return fail(err)
 	}
-	log.Info("sandbox ready", "ip", s.IP, "hostNetwork", s.HostNetwork)
+	log.Info("sandbox ready", "ip", s.IP, "hostNetwork", s.HostNetwork, "pause", s.PauseContainer != "")
 	return s.sandbox(), nil
 }
 
@@ -219,9 +256,9 @@ func (r *Runtime) teardownSandbox(ctx context.Context, s *sandboxRecord) error {
 	return cni.RemoveNetNS(s.NetNSPath)
 }
 
-// StopPodSandbox kills the sandbox's running containers, tears its network
-// down and marks it NotReady. Stopping a stopped or missing sandbox does
-// nothing.
+// StopPodSandbox kills the sandbox's running containers and its pause
+// container, unmounts its /dev/shm, tears its network down and marks it
+// NotReady. Stopping a stopped or missing sandbox does nothing.
 func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 	unlock := r.locks.lock(id)
 	defer unlock()
@@ -245,6 +282,14 @@ func (r *Runtime) stopSandbox(ctx context.Context, s *sandboxRecord) error {
 			return fmt.Errorf("containerd: stopping sandbox %s: %w", s.ID, err)
 		}
 	}
+	if s.PauseContainer != "" {
+		if err := r.StopContainer(ctx, s.PauseContainer, 0); err != nil {
+			return fmt.Errorf("containerd: stopping sandbox %s: its pause container: %w", s.ID, err)
+		}
+	}
+	if err := unmountShm(r.shmDir(s.ID)); err != nil {
+		return err
+	}
 	if err := r.teardownSandbox(ctx, s); err != nil {
 		return err
 	}
@@ -263,8 +308,9 @@ func (r *Runtime) stopSandbox(ctx context.Context, s *sandboxRecord) error {
 	return nil
 }
 
-// RemovePodSandbox stops the sandbox if needed, removes its containers and
-// forgets it. Removing a missing sandbox does nothing.
+// RemovePodSandbox stops the sandbox if needed, removes its containers
+// (its pause container too) and forgets it. Removing a missing sandbox does
+// nothing.
 func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 	unlock := r.locks.lock(id)
 	defer unlock()
@@ -287,6 +333,9 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 			return fmt.Errorf("containerd: removing sandbox %s: %w", id, err)
 		}
 	}
+	if err := r.removePause(ctx, s); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(r.sandboxDir(id)); err != nil {
 		return fmt.Errorf("containerd: removing sandbox %s: %w", id, err)
 	}
@@ -301,6 +350,7 @@ func (r *Runtime) ListPodSandboxes(ctx context.Context) ([]runtime.Sandbox, erro
 		return nil, fmt.Errorf("containerd: listing sandboxes: %w", err)
 	}
 	var out []runtime.Sandbox
+	var running map[string]bool // pause containers, listed on first need
 	for _, e := range entries {
 		if !e.IsDir() || !validID(e.Name()) {
 			continue
@@ -311,6 +361,16 @@ func (r *Runtime) ListPodSandboxes(ctx context.Context) ([]runtime.Sandbox, erro
 		}
 		if err != nil {
 			return nil, err
+		}
+		if s.State == runtime.SandboxReady && s.PauseContainer != "" {
+			if running == nil {
+				if running, err = r.runningPauses(ctx); err != nil {
+					return nil, err
+				}
+			}
+			if !running[s.PauseContainer] {
+				s.State = runtime.SandboxNotReady
+			}
 		}
 		out = append(out, s.sandbox())
 	}
@@ -323,11 +383,17 @@ func (r *Runtime) ListPodSandboxes(ctx context.Context) ([]runtime.Sandbox, erro
 	return out, nil
 }
 
-// PodSandboxStatus returns one sandbox.
+// PodSandboxStatus returns one sandbox. A sandbox whose pause process is
+// gone is NotReady.
 func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (runtime.Sandbox, error) {
 	s, err := r.readSandbox(id)
 	if err != nil {
 		return runtime.Sandbox{}, err
+	}
+	if s.State == runtime.SandboxReady && s.PauseContainer != "" {
+		if _, err := r.pausePID(ctx, s); err != nil {
+			s.State = runtime.SandboxNotReady
+		}
 	}
 	return s.sandbox(), nil
 }

@@ -64,12 +64,98 @@ func imageSpecOpts(image oci.Image, cfg *runtime.ContainerConfig) []oci.SpecOpts
 	return []oci.SpecOpts{oci.WithImageConfig(image), oci.WithProcessArgs(append(append([]string{}, cfg.Command...), cfg.Args...)...)}
 }
 
+// pauseSpecOpts are the spec options of a sandbox's pause container,
+// applied after the pause image's configuration: the pod's network
+// namespace (or the node's), its own UTS namespace with the pod's hostname
+// (the node's for host-network pods), its own IPC and PID namespaces unless
+// the pod uses the node's, a read-only root filesystem and no
+// capabilities.
+func pauseSpecOpts(s *sandboxRecord) []oci.SpecOpts {
+	opts := []oci.SpecOpts{oci.WithRootFSReadonly(), oci.WithCapabilities(nil), oci.WithNoNewPrivileges}
+	switch {
+	case s.HostNetwork && s.NetNSPath != "":
+		opts = append(opts,
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: s.NetNSPath}),
+			oci.WithHostNamespace(specs.UTSNamespace))
+	case s.HostNetwork:
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
+	default:
+		opts = append(opts,
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: s.NetNSPath}),
+			oci.WithHostname(s.Hostname))
+	}
+	if s.HostIPC {
+		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
+	}
+	if s.HostPID {
+		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
+	}
+	return opts
+}
+
+// namespaceOpts puts a container in its sandbox's namespaces. With a pause
+// process (pausePID > 0) the container joins its network, UTS and IPC
+// namespaces, and its PID namespace when the pod shares one; without, it
+// joins the sandbox's network namespace only. Host-network, host-IPC and
+// host-PID pods have the node's namespaces instead.
+func namespaceOpts(s *sandboxRecord, pausePID uint32) []oci.SpecOpts {
+	nsPath := func(t string) string { return fmt.Sprintf("/proc/%d/ns/%s", pausePID, t) }
+	var opts []oci.SpecOpts
+	switch {
+	case s.HostNetwork && s.NetNSPath != "":
+		// The node's network namespace (Config.HostNetNS); the host's UTS
+		// namespace, as for any host-network pod.
+		opts = append(opts,
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: s.NetNSPath}),
+			oci.WithHostNamespace(specs.UTSNamespace))
+	case s.HostNetwork:
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
+	case pausePID > 0:
+		// The pause process set the pod's hostname in its UTS namespace.
+		opts = append(opts,
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: s.NetNSPath}),
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: nsPath("uts")}))
+	default:
+		opts = append(opts,
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: s.NetNSPath}),
+			oci.WithHostname(s.Hostname))
+	}
+	switch {
+	case s.HostIPC:
+		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
+	case pausePID > 0:
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: nsPath("ipc")}))
+	}
+	switch {
+	case s.HostPID:
+		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
+	case pausePID > 0 && s.ShareProcessNamespace:
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: nsPath("pid")}))
+	}
+	return opts
+}
+
+// withShm replaces the container's own /dev/shm with a bind mount of dir.
+func withShm(dir string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		kept := s.Mounts[:0]
+		for _, m := range s.Mounts {
+			if filepath.Clean(m.Destination) != "/dev/shm" {
+				kept = append(kept, m)
+			}
+		}
+		s.Mounts = append(kept, specs.Mount{Destination: "/dev/shm", Type: "bind", Source: dir, Options: []string{"rbind", "rprivate", "rw", "nosuid", "nodev", "noexec"}})
+		return nil
+	}
+}
+
 // containerSpecOpts turns the container's configuration and its sandbox
 // into spec options, applied after imageSpecOpts: environment, working
-// directory, namespaces and hostname, mounts (with the sandbox's
+// directory, namespaces (see namespaceOpts; pausePID is the sandbox's pause
+// process, 0 for none) and hostname, mounts (with the sandbox's
 // /etc/hostname, /etc/hosts and /etc/resolv.conf unless the config mounts
 // its own), cgroup limits, user and privileges.
-func containerSpecOpts(cfg *runtime.ContainerConfig, s *sandboxRecord, sandboxDir string) []oci.SpecOpts {
+func containerSpecOpts(cfg *runtime.ContainerConfig, s *sandboxRecord, sandboxDir string, pausePID uint32) []oci.SpecOpts {
 	var opts []oci.SpecOpts
 	if len(cfg.Env) > 0 {
 		env := make([]string, 0, len(cfg.Env))
@@ -81,20 +167,7 @@ func containerSpecOpts(cfg *runtime.ContainerConfig, s *sandboxRecord, sandboxDi
 	if cfg.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(cfg.WorkingDir))
 	}
-	switch {
-	case s.HostNetwork && s.NetNSPath != "":
-		// The node's network namespace (Config.HostNetNS); the host's UTS
-		// namespace, as for any host-network pod.
-		opts = append(opts,
-			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: s.NetNSPath}),
-			oci.WithHostNamespace(specs.UTSNamespace))
-	case s.HostNetwork:
-		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
-	default:
-		opts = append(opts,
-			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: s.NetNSPath}),
-			oci.WithHostname(s.Hostname))
-	}
+	opts = append(opts, namespaceOpts(s, pausePID)...)
 
 	var mounts []specs.Mount
 	own := map[string]bool{}
@@ -106,6 +179,14 @@ func containerSpecOpts(cfg *runtime.ContainerConfig, s *sandboxRecord, sandboxDi
 		dst := filepath.Clean(m.ContainerPath)
 		own[dst] = true
 		mounts = append(mounts, specs.Mount{Destination: dst, Type: "bind", Source: m.HostPath, Options: []string{"rbind", "rprivate", mode}})
+	}
+	if !own["/dev/shm"] {
+		switch {
+		case s.HostIPC:
+			opts = append(opts, withShm("/dev/shm"))
+		case s.SharedShm && pausePID > 0:
+			opts = append(opts, withShm(filepath.Join(sandboxDir, "shm")))
+		}
 	}
 	for _, f := range []string{"hostname", "hosts", "resolv.conf"} {
 		dst := "/etc/" + f

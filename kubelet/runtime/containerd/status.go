@@ -95,24 +95,23 @@ func userLabels(l map[string]string) map[string]string {
 }
 
 // ListContainers returns every container in the runtime's namespace,
-// running or not, oldest first. Stopped tasks it meets are reaped.
+// running or not, oldest first, except the sandboxes' pause containers. Stopped tasks it meets are reaped.
 func (r *Runtime) ListContainers(ctx context.Context) ([]runtime.Container, error) {
 	ctx = r.ns(ctx)
 	infos, err := r.client.ContainerService().List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("containerd: listing containers: %w", err)
 	}
-	resp, err := r.client.TaskService().List(ctx, &tasksapi.ListTasksRequest{})
+	tasks, err := r.taskStates(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("containerd: listing tasks: %w", err)
-	}
-	tasks := map[string]taskState{}
-	for _, p := range resp.Tasks {
-		tasks[p.ID] = taskState{exists: true, status: processStatus(p.Status), exitStatus: p.ExitStatus, exitedAt: p.ExitedAt.AsTime()}
+		return nil, err
 	}
 	ids := r.imageIDs(ctx)
 	out := make([]runtime.Container, 0, len(infos))
 	for _, info := range infos {
+		if isPause(info.Labels) {
+			continue // part of its sandbox, not a container of the pod
+		}
 		t := tasks[info.ID]
 		if t.status == client.Stopped {
 			// Record the exit and end the shim; report from the labels then.
@@ -129,6 +128,20 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]runtime.Container, erro
 		return out[i].ID < out[j].ID
 	})
 	return out, nil
+}
+
+// taskStates returns the state of every task in the runtime's namespace,
+// by container ID.
+func (r *Runtime) taskStates(ctx context.Context) (map[string]taskState, error) {
+	resp, err := r.client.TaskService().List(r.ns(ctx), &tasksapi.ListTasksRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("containerd: listing tasks: %w", err)
+	}
+	tasks := map[string]taskState{}
+	for _, p := range resp.Tasks {
+		tasks[p.ID] = taskState{exists: true, status: processStatus(p.Status), exitStatus: p.ExitStatus, exitedAt: p.ExitedAt.AsTime()}
+	}
+	return tasks, nil
 }
 
 // ContainerStatus returns one container. A stopped task is reaped.

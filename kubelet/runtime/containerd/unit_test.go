@@ -161,7 +161,7 @@ func TestContainerSpecOpts(t *testing.T) {
 	}
 	sb := &sandboxRecord{ID: "sb", Hostname: "pod-host", NetNSPath: "/run/kb/netns/sb"}
 	ctx := namespaces.WithNamespace(context.Background(), "test")
-	s, err := oci.GenerateSpec(ctx, nil, &containers.Container{ID: "c1"}, containerSpecOpts(&cfg, sb, "/rt/sandboxes/sb")...)
+	s, err := oci.GenerateSpec(ctx, nil, &containers.Container{ID: "c1"}, containerSpecOpts(&cfg, sb, "/rt/sandboxes/sb", 0)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestContainerSpecOpts(t *testing.T) {
 
 	// Host network: the node's network and UTS namespaces.
 	h, err := oci.GenerateSpec(ctx, nil, &containers.Container{ID: "c2"},
-		containerSpecOpts(&runtime.ContainerConfig{Name: "a", Image: "i"}, &sandboxRecord{ID: "sb", HostNetwork: true}, "/x")...)
+		containerSpecOpts(&runtime.ContainerConfig{Name: "a", Image: "i"}, &sandboxRecord{ID: "sb", HostNetwork: true}, "/x", 0)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestContainerSpecOpts(t *testing.T) {
 	// Host network in a node network namespace (Config.HostNetNS): that
 	// namespace, and the host's UTS namespace.
 	n, err := oci.GenerateSpec(ctx, nil, &containers.Container{ID: "c3"},
-		containerSpecOpts(&runtime.ContainerConfig{Name: "a", Image: "i"}, &sandboxRecord{ID: "sb", HostNetwork: true, NetNSPath: "/run/netns/kb-node"}, "/x")...)
+		containerSpecOpts(&runtime.ContainerConfig{Name: "a", Image: "i"}, &sandboxRecord{ID: "sb", HostNetwork: true, NetNSPath: "/run/netns/kb-node"}, "/x", 0)...)
 	if err != nil {
 		t.Fatal(err)
 	}
