@@ -36,6 +36,7 @@ const (
 // certificates.
 const (
 	kubeProxyUser         = "system:kube-proxy"
+	kubeDNSUser           = "system:kube-dns"
 	kubeSchedulerUser     = "system:kube-scheduler"
 	kubeControllerManager = "system:kube-controller-manager"
 	monitoringGroup       = "system:monitoring"
@@ -121,6 +122,8 @@ func clusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterBinding("system:service-account-issuer-discovery", group(auth.ServiceAccountsGroup)),
 		clusterBinding("system:node", group(auth.NodesGroup)),
 		clusterBinding("system:node-proxier", user(kubeProxyUser)),
+		clusterBinding("system:kube-dns", user(kubeDNSUser),
+			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: metav1.NamespaceSystem, Name: "kube-dns"}),
 		clusterBinding("system:kube-scheduler", user(kubeSchedulerUser)),
 		clusterBinding("system:kube-controller-manager", user(kubeControllerManager)),
 		// Lets the CSR approver approve a kubelet's renewal of its own
@@ -143,6 +146,11 @@ func namespaceRoles() []*rbacv1.Role {
 		// delete nor anything elsewhere.
 		role(nodeLeaseNamespace, "system:node-proxier",
 			newRule("get", "create", "update").groups(coordinationGroup).resources("leases").rule()),
+		// The cluster DNS publishes the kube-dns Service's endpoints,
+		// where it listens (kubebus dns --advertise-address), as
+		// EndpointSlices in kube-system.
+		role(metav1.NamespaceSystem, "system:kube-dns",
+			newRule("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices").rule()),
 		role(metav1.NamespaceSystem, "extension-apiserver-authentication-reader",
 			newRule(read...).groups(legacyGroup).resources("configmaps").names("extension-apiserver-authentication").rule()),
 		role(metav1.NamespaceSystem, "system::leader-locking-kube-controller-manager",
@@ -157,6 +165,7 @@ func namespaceRoles() []*rbacv1.Role {
 func namespaceRoleBindings() []*rbacv1.RoleBinding {
 	return []*rbacv1.RoleBinding{
 		roleBinding(nodeLeaseNamespace, "system:node-proxier", "system:node-proxier", user(kubeProxyUser)),
+		roleBinding(metav1.NamespaceSystem, "system:kube-dns", "system:kube-dns", user(kubeDNSUser)),
 		roleBinding(metav1.NamespaceSystem, "system::extension-apiserver-authentication-reader", "extension-apiserver-authentication-reader",
 			user(kubeControllerManager), user(kubeSchedulerUser)),
 		roleBinding(metav1.NamespaceSystem, "system::leader-locking-kube-controller-manager", "system::leader-locking-kube-controller-manager",

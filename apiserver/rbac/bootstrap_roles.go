@@ -62,6 +62,12 @@ func clusterRoles() []*rbacv1.ClusterRole {
 			newRule("get", "list", "watch").groups(legacyGroup).resources("nodes").rule(),
 			eventsRule(),
 			newRule("list", "watch").groups(discoveryGroup).resources("endpointslices").rule()),
+		// The cluster DNS (kubebus dns) reads what it answers from the
+		// bus; the role grants what upstream's system:kube-dns and
+		// CoreDNS's system:coredns do, for clients that read the API.
+		clusterRole("system:kube-dns",
+			newRule("list", "watch").groups(legacyGroup).resources("endpoints", "services", "pods", "namespaces").rule(),
+			newRule("list", "watch").groups(discoveryGroup).resources("endpointslices").rule()),
 		clusterRole("system:kube-scheduler", schedulerRules()...),
 		clusterRole("system:kube-controller-manager", controllerManagerRules()...),
 

@@ -122,6 +122,8 @@ func TestBootstrapGrants(t *testing.T) {
 	scheduler := auth.User{Name: kubeSchedulerUser, Groups: []string{auth.AllAuthenticated}}
 	kcm := auth.User{Name: kubeControllerManager, Groups: []string{auth.AllAuthenticated}}
 	proxy := auth.User{Name: kubeProxyUser, Groups: []string{auth.AllAuthenticated}}
+	kubeDNS := auth.User{Name: kubeDNSUser, Groups: []string{auth.AllAuthenticated}}
+	kubeDNSSA := auth.User{Name: auth.ServiceAccountUser("kube-system", "kube-dns"), Groups: []string{auth.ServiceAccountsGroup, auth.AllAuthenticated}}
 
 	res := resourceAttrs
 	tests := []struct {
@@ -194,6 +196,18 @@ func TestBootstrapGrants(t *testing.T) {
 		{"scheduler creates a pod", res(scheduler, "create", "", "pods", "", "default", ""), false},
 
 		// kube-proxy: proxy.
+		// kube-dns: reads Services and endpoints; writes its own
+		// EndpointSlices in kube-system only.
+		{"kube-dns watches services", res(kubeDNS, "watch", "", "services", "", "", ""), true},
+		{"kube-dns lists endpoint slices", res(kubeDNS, "list", discoveryGroup, "endpointslices", "", "", ""), true},
+		{"kube-dns lists pods", res(kubeDNS, "list", "", "pods", "", "", ""), true},
+		{"kube-dns service account watches services", res(kubeDNSSA, "watch", "", "services", "", "", ""), true},
+		{"kube-dns creates its slice", res(kubeDNS, "create", discoveryGroup, "endpointslices", "", "kube-system", ""), true},
+		{"kube-dns updates its slice", res(kubeDNS, "update", discoveryGroup, "endpointslices", "", "kube-system", "kube-dns-n1"), true},
+		{"kube-dns creates a slice elsewhere", res(kubeDNS, "create", discoveryGroup, "endpointslices", "", "default", ""), false},
+		{"kube-dns service account creates a slice", res(kubeDNSSA, "create", discoveryGroup, "endpointslices", "", "kube-system", ""), false},
+		{"kube-dns deletes a service", res(kubeDNS, "delete", "", "services", "", "default", "s"), false},
+		{"kube-dns reads secrets", res(kubeDNS, "get", "", "secrets", "", "default", "s"), false},
 		{"proxy watches endpoint slices", res(proxy, "watch", discoveryGroup, "endpointslices", "", "", ""), true},
 		{"proxy lists services", res(proxy, "list", "", "services", "", "", ""), true},
 		{"proxy gets its node", res(proxy, "get", "", "nodes", "", "", "n1"), true},

@@ -315,6 +315,7 @@ func Run(ctx context.Context, o Options) error {
 		defer close(kDone)
 		_ = srv.RunKubernetesService(kctx, apiserver.KubernetesService{ClusterIP: clusterIP, AdvertiseAddress: advAddr, Port: advPort, ID: instance})
 	}()
+	go srv.RunKubeDNSService(kctx, firstNonEmpty(o.ServiceClusterIPRange, servicealloc.DefaultClusterIPRange)) //nolint:errcheck // it logs its own failures
 	defer func() { stopK(); <-kDone }()
 	hs := &http.Server{Handler: srv.Handler(), TLSConfig: tlsCfg, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}

@@ -11,7 +11,7 @@
 //     manages the streams and consumers ($JS.API.>) and acks what its
 //     own informers read ($JS.ACK.>).
 //   - Readers (the controller-manager, the scheduler, the proxy, the
-//     all-in-one's shared informers, system:masters for the tap and
+//     cluster DNS, the all-in-one's shared informers, system:masters for the tap and
 //     tools): they may only read the three streams, through the JetStream
 //     API: stream info, consumer create/info/delete/next/list/names, message
 //     get and direct get, and acks. They cannot publish an object subject
@@ -51,11 +51,12 @@ const (
 	// InformersUser is the identity of the informers the components of
 	// `kubebus server` share.
 	InformersUser = "system:kubebus:informers"
-	// ControllerManagerUser, SchedulerUser and ProxyUser are the
-	// components' own (Kubernetes) identities.
+	// ControllerManagerUser, SchedulerUser, ProxyUser and KubeDNSUser
+	// are the components' own (Kubernetes) identities.
 	ControllerManagerUser = "system:kube-controller-manager"
 	SchedulerUser         = "system:kube-scheduler"
 	ProxyUser             = "system:kube-proxy"
+	KubeDNSUser           = "system:kube-dns"
 	// MastersGroup members (the admin) read the bus: the tap, tools.
 	MastersGroup = "system:masters"
 	// NodeUserPrefix and NodesGroup make a kubelet's identity:
@@ -97,7 +98,7 @@ func (r Role) String() string {
 var ErrUnknownIdentity = errors.New("busauth: identity has no role on the bus")
 
 // readers are the users that read the bus without being in system:masters.
-var readers = []string{InformersUser, ControllerManagerUser, SchedulerUser, ProxyUser}
+var readers = []string{InformersUser, ControllerManagerUser, SchedulerUser, ProxyUser, KubeDNSUser}
 
 // RoleOf returns an identity's role and, for a node, its name.
 func RoleOf(id Identity) (Role, string) {

@@ -25,6 +25,7 @@ var (
 	sched     = Identity{User: SchedulerUser}
 	proxy     = Identity{User: ProxyUser}
 	informers = Identity{User: InformersUser}
+	kubeDNS   = Identity{User: KubeDNSUser}
 	admin     = Identity{User: "kubebus-admin", Groups: []string{MastersGroup}}
 	nodeA     = Identity{User: "system:node:a", Groups: []string{NodesGroup}}
 	nodeDots  = Identity{User: "system:node:n1.example.com", Groups: []string{NodesGroup}}
@@ -41,6 +42,8 @@ func TestRoleOf(t *testing.T) {
 		{sched, RoleReader, ""},
 		{proxy, RoleReader, ""},
 		{informers, RoleReader, ""},
+		{kubeDNS, RoleReader, ""},
+		{Identity{User: "system:kube-dns-evil"}, RoleNone, ""},
 		{admin, RoleReader, ""},
 		{nodeA, RoleNode, "a"},
 		{nodeDots, RoleNode, "n1.example.com"},
@@ -108,6 +111,10 @@ func TestPublish(t *testing.T) {
 		{"kcm ack", kcm, "$JS.ACK.KUBE_HISTORY.kcm-core-pods.1.2.3.4.5.6", true},
 		{"sched next", sched, "$JS.API.CONSUMER.MSG.NEXT.KUBE_HISTORY.x", true},
 		{"proxy info", proxy, "$JS.API.STREAM.INFO.KUBE_HISTORY", true},
+		{"kube-dns durable create", kubeDNS, "$JS.API.CONSUMER.DURABLE.CREATE.KUBE_HISTORY.kube-dns_services", true},
+		{"kube-dns next", kubeDNS, "$JS.API.CONSUMER.MSG.NEXT.KUBE_HISTORY.kube-dns_services", true},
+		{"kube-dns publish", kubeDNS, "kube.core.services.default.s", false},
+		{"kube-dns stream delete", kubeDNS, "$JS.API.STREAM.DELETE.KUBE_HISTORY", false},
 		{"informers create", informers, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY.kubebus-server-core-pods-h", true},
 		{"admin list", admin, "$JS.API.CONSUMER.LIST.KUBE_HISTORY", true},
 		{"admin names", admin, "$JS.API.CONSUMER.NAMES.KUBE_NODEPODS", true},

@@ -80,7 +80,7 @@ func (k *Kubelet) createSandbox(ctx context.Context, pod *corev1.Pod) (runtime.S
 	}
 	cfg := runtime.SandboxConfig{
 		PodUID: string(pod.UID), Name: pod.Name, Namespace: pod.Namespace, Hostname: hostname,
-		HostNetwork: pod.Spec.HostNetwork, Labels: pod.Labels,
+		HostNetwork: pod.Spec.HostNetwork, Labels: pod.Labels, ResolvConf: k.resolvConf(pod),
 		HostIPC: pod.Spec.HostIPC, HostPID: pod.Spec.HostPID,
 		ShareProcessNamespace: pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace,
 	}

@@ -56,6 +56,14 @@ type Config struct {
 	ManifestDir string
 	// HostIPs are the node's addresses, reported as the pods' hostIPs.
 	HostIPs []string
+	// ClusterDNS are the cluster DNS's addresses and ClusterDomain the
+	// cluster's domain (cluster.local when empty), written into the
+	// resolv.conf of pods with dnsPolicy ClusterFirst; ResolvConf is the
+	// node's resolv.conf, which Default pods get (/etc/resolv.conf when
+	// empty).
+	ClusterDNS    []string
+	ClusterDomain string
+	ResolvConf    string
 	// Allocatable stands in for limits a container does not set in the
 	// downward API.
 	Allocatable corev1.ResourceList

@@ -55,6 +55,10 @@ type SandboxConfig struct {
 	// PortMappings are the pod's hostPorts, set up through the portmap plugin.
 	PortMappings []PortMapping
 	Labels       map[string]string
+	// ResolvConf, when not nil, is the pod's /etc/resolv.conf, which the
+	// kubelet computes from the pod's dnsPolicy and dnsConfig; nil gives
+	// the pod the node's.
+	ResolvConf []byte
 }
 
 // PortMapping maps a port of the node to a port of the pod.

@@ -59,6 +59,10 @@ type nodeOptions struct {
 	leaseEvery           time.Duration
 	statusEvery          time.Duration
 	onReady              func() // called when the node agent posted Ready=True
+	// clusterDNS are the nameservers of ClusterFirst pods (the kube-dns
+	// Service's ClusterIP), clusterDomain the domain they search.
+	clusterDNS    []string
+	clusterDomain string
 }
 
 func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, prefix string) {
@@ -74,6 +78,8 @@ func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, prefix string) {
 	f.Int64Var(&o.maxPods, prefix+"max-pods", 110, "pods this node runs at most")
 	f.IntVar(&o.gcHigh, prefix+"image-gc-high-threshold", 85, "disk use (percent) above which unused images are removed")
 	f.IntVar(&o.gcLow, prefix+"image-gc-low-threshold", 80, "disk use (percent) image GC frees down to")
+	f.StringSliceVar(&o.clusterDNS, prefix+"cluster-dns", nil, "cluster DNS addresses written into the resolv.conf of pods with dnsPolicy ClusterFirst (the kube-dns Service's ClusterIP, the 10th address of the service range, which kubebus server sets); without, those pods get the node's")
+	f.StringVar(&o.clusterDomain, prefix+"cluster-domain", "cluster.local", "the cluster's DNS domain, searched by pods with dnsPolicy ClusterFirst")
 }
 
 // runNode runs a real kubelet: its containerd (unless one is given), the
@@ -228,6 +234,7 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL st
 		NodeName: o.name, Client: client, JetStream: js, Runtime: rt,
 		RootDir: root, ManifestDir: o.manifestDir, HostIPs: []string{o.nodeIP}, Allocatable: capacity,
 		ImageGCHighThreshold: o.gcHigh, ImageGCLowThreshold: o.gcLow, Logger: log,
+		ClusterDNS: o.clusterDNS, ClusterDomain: o.clusterDomain,
 	})
 	if err != nil {
 		lis.Close()

@@ -68,7 +68,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newServerCmd(g), newAPIServerCmd(g), newControllerManagerCmd(g))
 	root.AddCommand(newTapCmd(g), newWhyCmd())
 	root.AddCommand(newSchedulerCmd(g))
-	root.AddCommand(newKubeletCmd(g), newImageCmd(g), newProxyCmd(g))
+	root.AddCommand(newKubeletCmd(g), newImageCmd(g), newProxyCmd(g), newDNSCmd(g))
 	root.AddCommand(newCertsCmd())
 	return root
 }

@@ -43,6 +43,8 @@ type serverOptions struct {
 	noSched    bool
 	noKubelet  bool
 	noProxy    bool
+	noDNS      bool     // --disable-dns
+	dnsUp      []string // --dns-upstream
 	node       nodeOptions
 	schedCfg   string
 	bus        bus.StreamLimits
@@ -97,6 +99,8 @@ Restarting with the same --data-dir keeps every object.`,
 	f.IntVar(&o.natsPort, "nats-port", 4222, "embedded NATS port on 127.0.0.1 (-1 picks a free one)")
 	f.BoolVar(&o.noKubelet, "disable-kubelet", false, "do not run a local node (a kubelet with its own containerd) in this process")
 	f.BoolVar(&o.noProxy, "disable-proxy", false, "do not run the local node's proxy (nftables, in --node-netns when given) in this process")
+	f.BoolVar(&o.noDNS, "disable-dns", false, "do not run the cluster DNS (kube-dns) in this process; it runs with a local node in --node-netns")
+	f.StringSliceVar(&o.dnsUp, "dns-upstream", nil, "resolvers (host or host:port) the cluster DNS forwards other names to (default the nameservers of /etc/resolv.conf)")
 	addNodeFlags(f, &o.node, "")
 	addAuthFlags(f, &o.auth)
 	o.node.leaseEvery, o.node.statusEvery = 10*time.Second, 10*time.Second
@@ -256,6 +260,9 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 	} else {
 		var once sync.Once
 		o.node.onReady = func() { once.Do(func() { close(nodeReady) }) }
+		if err := setLocalClusterDNS(&o); err != nil {
+			return err
+		}
 		nodeCreds, err := inProcess("system:node:"+o.node.name, "system:nodes")
 		if err != nil {
 			return err
@@ -276,6 +283,15 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 			}
 			sup.Go(comps, "local node proxy", func(ctx context.Context) error {
 				return runLocalProxy(ctx, log, pkiDir, hosts, addr, ns.URL(), creds, o.node, shared)
+			})
+		}
+		if localDNS(o) {
+			creds, err := inProcess(busauth.KubeDNSUser)
+			if err != nil {
+				return err
+			}
+			sup.Go(comps, "local node dns", func(ctx context.Context) error {
+				return runLocalDNS(ctx, log, pkiDir, hosts, addr, ns.URL(), creds, o.node, o.dnsUp, shared)
 			})
 		}
 	}

@@ -38,6 +38,7 @@ type sandboxRecord struct {
 	SharedShm    bool                  `json:"sharedShm,omitempty"`
 	PortMappings []runtime.PortMapping `json:"portMappings,omitempty"`
 	Labels       map[string]string     `json:"labels,omitempty"`
+	ResolvConf   []byte                `json:"resolvConf,omitempty"`
 	NetNSPath    string                `json:"netnsPath,omitempty"`
 	IP           string                `json:"ip,omitempty"`
 	State        runtime.SandboxState  `json:"state"`
@@ -133,6 +134,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) 
 		PortMappings:          cfg.PortMappings,
 		ShareProcessNamespace: cfg.ShareProcessNamespace,
 		Labels:                maps.Clone(cfg.Labels),
+		ResolvConf:            cfg.ResolvConf,
 		State:                 runtime.SandboxNotReady,
 		CreatedAt:             time.Now().UTC(),
 	}
@@ -223,9 +225,9 @@ func (r *Runtime) writeEtcFiles(s *sandboxRecord) error {
 			hosts = string(b)
 		}
 	}
-	resolv, err := os.ReadFile(r.cfg.ResolvConf)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("containerd: reading %s: %w", r.cfg.ResolvConf, err)
+	resolv, err := r.sandboxResolvConf(s)
+	if err != nil {
+		return err
 	}
 	for name, data := range map[string][]byte{
 		"hostname":    []byte(s.Hostname + "\n"),
