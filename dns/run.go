@@ -87,7 +87,11 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, inf := range own {
 		go func() { errc <- inf.Run(ctx) }()
 	}
-	cfg.Logger.Info("dns serving", "zone", ix.Zone(), "upstreams", cfg.Upstreams)
+	level := slog.LevelInfo
+	if len(own) == 0 { // inside kubebus server, whose start stays quiet: its ready line says enough
+		level = slog.LevelDebug
+	}
+	cfg.Logger.Log(ctx, level, "dns serving", "zone", ix.Zone(), "upstreams", cfg.Upstreams)
 	err := srv.Serve(ctx, cfg.PacketConn, cfg.Listener)
 	cancel()
 	for range own {
