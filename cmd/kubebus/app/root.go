@@ -73,8 +73,23 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
-// infoAsDebug passes records on with INFO lowered to DEBUG.
+// infoAsDebug passes client-go's records on with INFO lowered to DEBUG,
+// and also its errors about a connection that was closed: upstream's
+// streaming code (exec, attach, port-forward over WebSocket) logs "Error
+// on socket receive: ... use of closed network connection" at ERROR each
+// time a client ends a session, which is how sessions end.
 type infoAsDebug struct{ slog.Handler }
+
+// closedConnection reports a record about a network connection closed on
+// purpose.
+func closedConnection(r slog.Record) bool {
+	found := strings.Contains(r.Message, "use of closed network connection")
+	r.Attrs(func(a slog.Attr) bool {
+		found = found || strings.Contains(a.Value.String(), "use of closed network connection")
+		return !found
+	})
+	return found
+}
 
 func (h infoAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
 	if l == slog.LevelInfo {
@@ -84,8 +99,11 @@ func (h infoAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h infoAsDebug) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelInfo {
+	if r.Level == slog.LevelInfo || (r.Level > slog.LevelInfo && closedConnection(r)) {
 		r.Level = slog.LevelDebug
+		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
 	}
 	return h.Handler.Handle(ctx, r)
 }
