@@ -19,7 +19,10 @@ var _ server.StreamRuntime = (*Kubelet)(nil)
 // exec, attach and port-forward; runtime/containerd does it.
 type StreamingRuntime interface {
 	Exec(ctx context.Context, id string, cmd []string, stdin io.Reader, stdout, stderr io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) (int, error)
-	Attach(ctx context.Context, id string, out io.Writer) error
+	// Attach streams the container's output to out and stdin (nil: none)
+	// to its stdin; stdinOnce closes the container's stdin when stdin
+	// ends. resize (nil: none) resizes its terminal.
+	Attach(ctx context.Context, id string, stdin io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize, stdinOnce bool) error
 	// PortForward connects stream to TCP port on the loopback address of
 	// the network namespace at netnsPath ("": the kubelet's own).
 	PortForward(ctx context.Context, netnsPath string, port int32, stream io.ReadWriteCloser) error
@@ -38,9 +41,11 @@ func (k *Kubelet) Exec(ctx context.Context, namespace, pod, container string, cm
 	return srt.Exec(ctx, c.ID, cmd, stdin, stdout, stderr, tty, resize)
 }
 
-// Attach streams the output of a running container of a pod of this node.
-// The runtime gives containers no stdin or terminal, so stdin is not read.
-func (k *Kubelet) Attach(ctx context.Context, namespace, pod, container string, _ io.Reader, stdout, stderr io.WriteCloser, _ bool, _ <-chan remotecommand.TerminalSize) error {
+// Attach attaches to a running container of a pod of this node: its
+// output to stdout (or stderr), stdin to its stdin when its spec asks for
+// one, resize to its terminal. With the spec's stdinOnce, the container's
+// stdin is closed when this attach's stdin ends.
+func (k *Kubelet) Attach(ctx context.Context, namespace, pod, container string, stdin io.Reader, stdout, stderr io.WriteCloser, _ bool, resize <-chan remotecommand.TerminalSize) error {
 	srt, ok := k.rt.(StreamingRuntime)
 	if !ok {
 		return &server.Error{Code: http.StatusNotImplemented, Message: "the container runtime of this node does not support attach"}
@@ -56,7 +61,7 @@ func (k *Kubelet) Attach(ctx context.Context, namespace, pod, container string, 
 	if out == nil {
 		out = io.Discard
 	}
-	return srt.Attach(ctx, c.ID, out)
+	return srt.Attach(ctx, c.ID, stdin, out, resize, k.stdinOnce(namespace, pod, container))
 }
 
 // PortForward connects stream to port in the network namespace of a pod
@@ -96,6 +101,20 @@ func (k *Kubelet) podByName(namespace, name string) *corev1.Pod {
 		}
 	}
 	return nil
+}
+
+// stdinOnce reports whether the spec of a pod's container sets stdinOnce.
+func (k *Kubelet) stdinOnce(namespace, pod, container string) bool {
+	p := k.podByName(namespace, pod)
+	if p == nil {
+		return false
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == container {
+			return c.StdinOnce
+		}
+	}
+	return false
 }
 
 // runningContainer finds the running instance of a pod's container.

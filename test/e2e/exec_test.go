@@ -27,8 +27,9 @@ import (
 )
 
 // execPods are the pods the exec tests use: "shell", two containers that
-// say which they are, one of them ticking to its output; "web", a busybox
-// httpd behind the Service "web".
+// say which they are, one of them ticking to its output; "interactive",
+// a cat with stdin and a shell with stdin on a terminal, to attach to;
+// "web", a busybox httpd behind the Service "web".
 const execPods = `apiVersion: v1
 kind: Pod
 metadata:
@@ -47,6 +48,25 @@ spec:
     env: [{name: WHO, value: side}]
     # kubectl cp runs tar, which the test's busybox image does not link.
     command: ["sh", "-c", "mkdir -p /usr/local/bin && ln -s /bin/busybox /usr/local/bin/tar && exec sleep 3600"]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: interactive
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: cat
+    image: busybox:latest
+    imagePullPolicy: IfNotPresent
+    command: ["cat"]
+    stdin: true
+  - name: tty
+    image: busybox:latest
+    imagePullPolicy: IfNotPresent
+    command: ["sh"]
+    stdin: true
+    tty: true
 ---
 apiVersion: v1
 kind: Pod
@@ -133,7 +153,7 @@ func TestIntegrationExec(t *testing.T) {
 	cs := s.Clientset(t)
 	s.MustRun(t, harness.Kubectl(t), execPods, "apply", "-f", "-")
 	harness.Eventually(t, 90*time.Second, func() error {
-		for _, name := range []string{"shell", "web"} {
+		for _, name := range []string{"shell", "interactive", "web"} {
 			p, err := cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -315,21 +335,84 @@ func execPortForward(t *testing.T, k execKubectl, target string, port int) {
 	}
 }
 
-// execAttach: kubectl attach shows what the container writes from now on.
+// execAttach: kubectl attach shows what the container writes from now on;
+// with -i its input reaches a container with stdin (which keeps it open
+// across attaches), and with -it a container's terminal answers, resized.
 func execAttach(t *testing.T, k execKubectl) {
-	ctx, cancel := context.WithCancel(context.Background())
+	t.Run("output", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cmd := k.command(ctx, "attach", "shell", "-c", "main")
+		var out lockedBuffer
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cancel(); _ = cmd.Wait() }()
+		harness.Eventually(t, 20*time.Second, func() error {
+			if n := strings.Count(out.String(), "tick "); n < 3 {
+				return fmt.Errorf("attach printed %d ticks: %q (stderr %q)", n, out.String(), errb.String())
+			}
+			return nil
+		})
+	})
+	t.Run("stdin", func(t *testing.T) {
+		token := rand.Text()
+		out, errs, code := k.run(t, strings.NewReader("echo "+token+"\n"), "attach", "-i", "interactive", "-c", "cat")
+		if code != 0 || !strings.Contains(out, "echo "+token+"\n") {
+			t.Fatalf("attach -i to cat: exit %d, stdout %q, stderr %q; want its input echoed", code, out, errs)
+		}
+		harness.Eventually(t, 20*time.Second, func() error {
+			logs, errs, code := k.run(t, nil, "logs", "interactive", "-c", "cat")
+			if code != 0 || !strings.Contains(logs, "echo "+token+"\n") {
+				return fmt.Errorf("logs of cat: exit %d, %q, stderr %q", code, logs, errs)
+			}
+			return nil
+		})
+	})
+	t.Run("tty", func(t *testing.T) { attachTTY(t, k) })
+}
+
+// attachTTY: kubectl attach -it under a pseudo-terminal to a container's
+// shell on a terminal: a command typed and its output, the terminal's size
+// and a resize, seen by the shell. kubectl is then stopped, which leaves
+// the shell running.
+func attachTTY(t *testing.T, k execKubectl) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := k.command(ctx, "attach", "shell", "-c", "main")
-	var out lockedBuffer
-	var errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
+	cmd := k.command(ctx, "attach", "-it", "interactive", "-c", "tty")
+	cmd.Env = append(cmd.Env, "TERM=dumb")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	defer func() { cancel(); _ = cmd.Wait(); ptmx.Close() }()
+	var out lockedBuffer
+	go func() { _, _ = io.Copy(&out, ptmx) }()
+	token := rand.Text()[:8]
+	// The attach may start after the first line is typed: type until the
+	// answer shows.
 	harness.Eventually(t, 20*time.Second, func() error {
-		if n := strings.Count(out.String(), "tick "); n < 3 {
-			return fmt.Errorf("attach printed %d ticks: %q (stderr %q)", n, out.String(), errb.String())
+		if _, err := ptmx.Write([]byte("echo " + token + "-$((6*7)); busybox stty size\r")); err != nil {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond)
+		if !strings.Contains(out.String(), token+"-42") || !strings.Contains(out.String(), "40 100") {
+			return fmt.Errorf("the terminal shows %q", out.String())
+		}
+		return nil
+	})
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 33, Cols: 77}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 20*time.Second, func() error {
+		if _, err := ptmx.Write([]byte("busybox stty size\r")); err != nil {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond)
+		if !strings.Contains(out.String(), "33 77") {
+			return fmt.Errorf("after a resize the terminal shows %q", out.String())
 		}
 		return nil
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/api/types/runc/options"
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 
 	"github.com/kubebus/kubebus/kubelet/runtime"
@@ -81,11 +82,20 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg run
 	} {
 		labels[k] = v
 	}
+	if cfg.Stdin {
+		labels[labelStdin] = "true"
+	}
+	if cfg.TTY {
+		labels[labelTTY] = "true"
+	}
 	var runtimeOpts any
 	if r.cfg.RuncRoot != "" {
 		runtimeOpts = &options.Options{Root: r.cfg.RuncRoot}
 	}
 	specOpts := append(imageSpecOpts(image, &cfg), containerSpecOpts(&cfg, s, r.sandboxDir(s.ID), pausePID)...)
+	if cfg.TTY {
+		specOpts = append(specOpts, oci.WithTTY)
+	}
 	_, err = r.client.NewContainer(ctx, id,
 		client.WithImage(image),
 		client.WithSnapshotter(r.cfg.Snapshotter),
@@ -128,6 +138,13 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 			return fmt.Errorf("containerd: starting container %s: creating the log directory: %w", id, err)
 		}
 		ioc = cio.LogFile(logPath)
+	}
+	if stdin, tty := labels[labelStdin] == "true", labels[labelTTY] == "true"; stdin || tty {
+		stdinPath := ""
+		if stdin {
+			stdinPath = r.cfg.stdinPath(id)
+		}
+		ioc = stdioCreator(stdinPath, logPath, tty)
 	}
 	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: formatTime(time.Now())}); err != nil {
 		return fmt.Errorf("containerd: starting container %s: %w", id, err)
@@ -235,6 +252,9 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	}
 	if err := c.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("containerd: removing container %s: %w", id, err)
+	}
+	if err := os.Remove(r.cfg.stdinPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.cfg.Logger.Warn("removing the stdin FIFO", "container", id, "err", err)
 	}
 	r.cfg.Logger.Debug("container removed", "container", id)
 	return nil

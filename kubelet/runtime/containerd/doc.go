@@ -43,8 +43,11 @@
 // namespaces (and, for host IPC, its /dev/shm) instead.
 // Its stdout and stderr are appended, raw and interleaved, to
 // ContainerConfig.LogPath by the shim, so logging goes on while the kubelet
-// is down. TTY and Stdin are not supported: the process gets no terminal and
-// no input (there is no attach).
+// is down. With Stdin the process reads a FIFO at <Dir>/fifo/<id>-stdin
+// that the shim holds open (attach writes to it; CloseIO ends it); with TTY
+// it gets a terminal whose output a logger the shim runs (/bin/sh, cat)
+// appends to the log. None of this is the kubelet's, so it survives kubelet
+// and containerd restarts.
 //
 // The shim, not the kubelet, is the parent of a container: containers keep
 // running when the kubelet or containerd exits. A container's state is read

@@ -188,11 +188,21 @@ func (r *Runtime) runningTask(ctx context.Context, id string) (client.Container,
 // IsNotRunning reports whether err says the container is not running.
 func IsNotRunning(err error) bool { return errors.Is(err, errStopped) }
 
-// Attach streams what the running container id writes (its stdout and
-// stderr, merged as its log file holds them) to out from now on, until the
-// container stops or ctx ends. Containers get no stdin or terminal from
-// this runtime, so there is nothing to attach input to.
-func (r *Runtime) Attach(ctx context.Context, id string, out io.Writer) error {
+// attachQuiet is how long an attach whose input ended keeps copying
+// output, once the output is quiet: the answer to the last input may still
+// be on its way to the log.
+const attachQuiet = 500 * time.Millisecond
+
+// Attach attaches to the running container id as kubectl attach does. It
+// streams what the container writes (its stdout and stderr, merged as its
+// log file holds them; with a terminal, the terminal's output) to out from
+// now on, until the container stops or ctx ends. stdin (nil: none) goes to
+// the container's stdin when it was created with Stdin, and is dropped
+// otherwise, as containerd's CRI plugin does. When stdin ends, the
+// container's stdin is closed if stdinOnce and it has no terminal (and the
+// output streams on until the container stops), else the attach ends. resize (nil: none)
+// resizes a container's terminal.
+func (r *Runtime) Attach(ctx context.Context, id string, stdin io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize, stdinOnce bool) error {
 	st, err := r.ContainerStatus(ctx, id)
 	if err != nil {
 		return err
@@ -203,17 +213,78 @@ func (r *Runtime) Attach(ctx context.Context, id string, out io.Writer) error {
 	if st.LogPath == "" {
 		return fmt.Errorf("containerd: attach to container %s: it has no output to attach to", id)
 	}
+	nctx := r.ns(ctx)
+	c, task, err := r.runningTask(nctx, id)
+	if err != nil {
+		return err
+	}
+	labels, err := c.Labels(nctx)
+	if err != nil {
+		return fmt.Errorf("containerd: attach to container %s: %w", id, err)
+	}
+	kctx := context.WithoutCancel(nctx)
+	tty := labels[labelTTY] == "true"
+	var inputEnded chan struct{}
+	if stdin != nil {
+		var f *os.File
+		if labels[labelStdin] == "true" {
+			if f, err = openStdin(r.cfg.stdinPath(id)); err != nil {
+				// Its stdin was closed (stdinOnce): nothing reads it.
+				r.cfg.Logger.Debug("attach: the container's stdin is closed", "container", id, "err", err)
+			}
+		}
+		if f == nil {
+			go func() { _, _ = io.Copy(io.Discard, stdin) }()
+		} else {
+			inputEnded = make(chan struct{})
+			go func() {
+				_, _ = io.Copy(f, stdin)
+				_ = f.Close()
+				if stdinOnce && !tty {
+					// The shim holds the FIFO open too: the process sees
+					// the end of its input once the shim lets go. With a
+					// terminal, that would end its output too: like
+					// containerd's CRI plugin, the attach ends instead.
+					if err := task.CloseIO(kctx, client.WithStdinCloser); err != nil && !errdefs.IsNotFound(err) {
+						r.cfg.Logger.Warn("attach: closing the container's stdin", "container", id, "err", err)
+					}
+					return
+				}
+				close(inputEnded)
+			}()
+		}
+	}
+	if resize != nil && tty {
+		rctx, stop := context.WithCancel(nctx)
+		defer stop()
+		go func() {
+			for {
+				select {
+				case <-rctx.Done():
+					return
+				case sz, ok := <-resize:
+					if !ok {
+						return
+					}
+					if sz.Width > 0 && sz.Height > 0 {
+						_ = task.Resize(rctx, uint32(sz.Width), uint32(sz.Height))
+					}
+				}
+			}
+		}()
+	}
 	running := func() bool {
 		s, err := r.ContainerStatus(context.WithoutCancel(ctx), id)
 		return err == nil && s.State == runtime.ContainerRunning
 	}
-	return followFrom(ctx, st.LogPath, out, running, attachPoll)
+	return followFrom(ctx, st.LogPath, out, running, inputEnded, attachPoll)
 }
 
 // followFrom copies what is appended to the file at path from its current
 // end to out, polling every poll, until running reports false (after a
-// last read) or ctx ends.
-func followFrom(ctx context.Context, path string, out io.Writer, running func() bool, poll time.Duration) error {
+// last read) or ctx ends, or ended is closed (nil: never) and no output
+// came for attachQuiet since.
+func followFrom(ctx context.Context, path string, out io.Writer, running func() bool, ended <-chan struct{}, poll time.Duration) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("containerd: attach: %w", err)
@@ -225,6 +296,7 @@ func followFrom(ctx context.Context, path string, out io.Writer, running func() 
 	}
 	buf := make([]byte, 32<<10)
 	last := false
+	var quietSince time.Time
 	for {
 		n, err := f.ReadAt(buf, off)
 		if n > 0 {
@@ -232,6 +304,7 @@ func followFrom(ctx context.Context, path string, out io.Writer, running func() 
 				return nil // the client went away
 			}
 			off += int64(n)
+			quietSince = time.Time{}
 			continue
 		}
 		if err != nil && err != io.EOF {
@@ -243,6 +316,15 @@ func followFrom(ctx context.Context, path string, out io.Writer, running func() 
 		if !running() {
 			last = true
 			continue
+		}
+		select {
+		case <-ended:
+			if quietSince.IsZero() {
+				quietSince = time.Now()
+			} else if time.Since(quietSince) >= attachQuiet {
+				return nil
+			}
+		default:
 		}
 		select {
 		case <-ctx.Done():
