@@ -104,21 +104,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdin io.Re
 	if tty && resize != nil {
 		rctx, stop := context.WithCancel(ctx)
 		defer stop()
-		go func() {
-			for {
-				select {
-				case <-rctx.Done():
-					return
-				case sz, ok := <-resize:
-					if !ok {
-						return
-					}
-					if sz.Width > 0 && sz.Height > 0 {
-						_ = proc.Resize(rctx, uint32(sz.Width), uint32(sz.Height))
-					}
-				}
-			}
-		}()
+		go forwardResizes(rctx, resize, proc)
 	}
 	var status client.ExitStatus
 	var stopErr error
@@ -257,21 +243,7 @@ func (r *Runtime) Attach(ctx context.Context, id string, stdin io.Reader, out io
 	if resize != nil && tty {
 		rctx, stop := context.WithCancel(nctx)
 		defer stop()
-		go func() {
-			for {
-				select {
-				case <-rctx.Done():
-					return
-				case sz, ok := <-resize:
-					if !ok {
-						return
-					}
-					if sz.Width > 0 && sz.Height > 0 {
-						_ = task.Resize(rctx, uint32(sz.Width), uint32(sz.Height))
-					}
-				}
-			}
-		}()
+		go forwardResizes(rctx, resize, task)
 	}
 	running := func() bool {
 		s, err := r.ContainerStatus(context.WithoutCancel(ctx), id)
@@ -435,4 +407,27 @@ func (w *progressWriter) Write(b []byte) (int, error) {
 		w.p.inflight.Add(-1)
 	}()
 	return w.w.Write(b)
+}
+
+// resizer is a process with a terminal (an exec'd process, a task).
+type resizer interface {
+	Resize(ctx context.Context, w, h uint32) error
+}
+
+// forwardResizes passes terminal sizes on to p until ctx ends or resize is
+// closed.
+func forwardResizes(ctx context.Context, resize <-chan remotecommand.TerminalSize, p resizer) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sz, ok := <-resize:
+			if !ok {
+				return
+			}
+			if sz.Width > 0 && sz.Height > 0 {
+				_ = p.Resize(ctx, uint32(sz.Width), uint32(sz.Height))
+			}
+		}
+	}
 }
