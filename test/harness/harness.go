@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -200,6 +201,13 @@ func StartServer(t testing.TB, dir string, extraArgs ...string) *Server {
 	// turns it off).
 	s.args = append([]string{"server", "--data-dir", dir, "--secure-port", "0",
 		"--etcd-client-port", "0", "--etcd-peer-port", "0", "--nats-port", "-1", "--disable-kubelet", "--profiling"}, extraArgs...)
+	// The cluster DNS forwards names outside the cluster to the host's
+	// resolvers by default; a test's pods must reach nothing the test did
+	// not start, so unless it names an upstream of its own, the DNS gets a
+	// loopback port where nothing answers (the discard port).
+	if !slices.ContainsFunc(extraArgs, func(a string) bool { return strings.HasPrefix(a, "--dns-upstream") }) {
+		s.args = append(s.args, "--dns-upstream", "127.0.0.1:9")
+	}
 	s.start(t)
 	t.Cleanup(func() {
 		s.Stop(t)
