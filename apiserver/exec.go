@@ -128,27 +128,9 @@ func (s *Server) podStream(w http.ResponseWriter, r *http.Request, ri RequestInf
 			return err
 		}
 	}
-	if pod.Spec.NodeName == "" {
-		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
-	}
-	nodes, ok := s.byGVR[corev1.SchemeGroupVersion.WithResource("nodes")]
-	if !ok {
-		return apierrors.NewInternalError(errors.New("this server does not serve nodes"))
-	}
-	nobj, _, err := s.getObject(r.Context(), nodes, "", pod.Spec.NodeName)
+	hostPort, err := s.podKubelet(r.Context(), pod, string(sub))
 	if err != nil {
 		return err
-	}
-	node, ok := nobj.(*corev1.Node)
-	if !ok {
-		return apierrors.NewInternalError(fmt.Errorf("pods/%s: stored node is a %T", sub, nobj))
-	}
-	hostPort, err := kubeletAddress(node)
-	if err != nil {
-		return err
-	}
-	if s.kubelet == nil {
-		return apierrors.NewInternalError(fmt.Errorf("this API server has no client certificate for kubelets, so it cannot serve pods/%s", sub))
 	}
 	loc := kubeletStreamURL(hostPort, pod.Namespace, pod.Name, opts)
 	transport := s.kubelet.Transport

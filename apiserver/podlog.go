@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -87,27 +88,9 @@ func (s *Server) podLog(w http.ResponseWriter, r *http.Request, ri RequestInfo, 
 	if err != nil {
 		return err
 	}
-	if pod.Spec.NodeName == "" {
-		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
-	}
-	nodes, ok := s.byGVR[corev1.SchemeGroupVersion.WithResource("nodes")]
-	if !ok {
-		return apierrors.NewInternalError(errors.New("pods/log: this server does not serve nodes"))
-	}
-	nobj, _, err := s.getObject(r.Context(), nodes, "", pod.Spec.NodeName)
+	hostPort, err := s.podKubelet(r.Context(), pod, "log")
 	if err != nil {
 		return err
-	}
-	node, ok := nobj.(*corev1.Node)
-	if !ok {
-		return apierrors.NewInternalError(fmt.Errorf("pods/log: stored node is a %T", nobj))
-	}
-	hostPort, err := kubeletAddress(node)
-	if err != nil {
-		return err
-	}
-	if s.kubelet == nil {
-		return apierrors.NewInternalError(errors.New("this API server has no client certificate for kubelets, so it cannot serve pods/log"))
 	}
 	u := kubeletLogURL(hostPort, pod.Namespace, pod.Name, container, opts)
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u, nil)
@@ -251,6 +234,34 @@ func logContainer(pod *corev1.Pod, name string) (string, error) {
 		return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s", pod.Name))
 	}
 	return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %s", pod.Name, names))
+}
+
+// podKubelet is the host:port of the kubelet of pod's node, for the
+// subresource sub that the API server proxies to it.
+func (s *Server) podKubelet(ctx context.Context, pod *corev1.Pod, sub string) (string, error) {
+	if pod.Spec.NodeName == "" {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
+	}
+	nodes, ok := s.byGVR[corev1.SchemeGroupVersion.WithResource("nodes")]
+	if !ok {
+		return "", apierrors.NewInternalError(fmt.Errorf("pods/%s: this server does not serve nodes", sub))
+	}
+	nobj, _, err := s.getObject(ctx, nodes, "", pod.Spec.NodeName)
+	if err != nil {
+		return "", err
+	}
+	node, ok := nobj.(*corev1.Node)
+	if !ok {
+		return "", apierrors.NewInternalError(fmt.Errorf("pods/%s: stored node is a %T", sub, nobj))
+	}
+	hostPort, err := kubeletAddress(node)
+	if err != nil {
+		return "", err
+	}
+	if s.kubelet == nil {
+		return "", apierrors.NewInternalError(fmt.Errorf("this API server has no client certificate for kubelets, so it cannot serve pods/%s", sub))
+	}
+	return hostPort, nil
 }
 
 // kubeletAddressTypes is the order in which a node's addresses are tried.
