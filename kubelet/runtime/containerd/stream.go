@@ -249,23 +249,32 @@ func (r *Runtime) Attach(ctx context.Context, id string, stdin io.Reader, out io
 		s, err := r.ContainerStatus(context.WithoutCancel(ctx), id)
 		return err == nil && s.State == runtime.ContainerRunning
 	}
-	return followFrom(ctx, st.LogPath, out, running, inputEnded, attachPoll)
-}
-
-// followFrom copies what is appended to the file at path from its current
-// end to out, polling every poll, until running reports false (after a
-// last read) or ctx ends, or ended is closed (nil: never) and no output
-// came for attachQuiet since.
-func followFrom(ctx context.Context, path string, out io.Writer, running func() bool, ended <-chan struct{}, poll time.Duration) error {
-	f, err := os.Open(path)
+	f, off, err := openAtEnd(st.LogPath)
 	if err != nil {
-		return fmt.Errorf("containerd: attach: %w", err)
+		return err
 	}
 	defer f.Close()
+	return followFrom(ctx, f, off, out, running, inputEnded, attachPoll)
+}
+
+// openAtEnd opens the log at path for following from its current end.
+func openAtEnd(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("containerd: attach: %w", err)
+	}
 	off, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
-		return fmt.Errorf("containerd: attach: %w", err)
+		f.Close()
+		return nil, 0, fmt.Errorf("containerd: attach: %w", err)
 	}
+	return f, off, nil
+}
+
+// followFrom copies what is appended to f from offset off to out, polling every poll, until running reports false (after a
+// last read) or ctx ends, or ended is closed (nil: never) and no output
+// came for attachQuiet since.
+func followFrom(ctx context.Context, f *os.File, off int64, out io.Writer, running func() bool, ended <-chan struct{}, poll time.Duration) error {
 	buf := make([]byte, 32<<10)
 	last := false
 	var quietSince time.Time
@@ -280,7 +289,7 @@ func followFrom(ctx context.Context, path string, out io.Writer, running func() 
 			continue
 		}
 		if err != nil && err != io.EOF {
-			return fmt.Errorf("containerd: attach: reading %s: %w", path, err)
+			return fmt.Errorf("containerd: attach: reading %s: %w", f.Name(), err)
 		}
 		if last {
 			return nil

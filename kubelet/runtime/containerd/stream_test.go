@@ -92,8 +92,12 @@ func TestFollowFrom(t *testing.T) {
 	running.Store(true)
 	var out duplex
 	done := make(chan error, 1)
-	go func() { done <- followFrom(context.Background(), p, &out, running.Load, nil, 5*time.Millisecond) }()
-	time.Sleep(50 * time.Millisecond) // followFrom has seeked to the end
+	lf, off, err := openAtEnd(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	go func() { done <- followFrom(context.Background(), lf, off, &out, running.Load, nil, 5*time.Millisecond) }()
 	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
