@@ -27,15 +27,17 @@ var builtinPatchMeta = sync.OnceValue(func() map[schema.GroupResource]strategicp
 
 // patchMetaFor returns the patch metadata of the type of an object of
 // resource (plural) in group: the built-in kind the API server stores the
-// resource as, else the kind the first of docs that names an apiVersion
-// and a kind has in client-go's scheme (of group, when a resource is
-// given). nil when neither is known (a custom resource).
+// resource as, else the kind that every one of docs naming an apiVersion
+// and a kind agrees on, in client-go's scheme (of group, when a resource
+// is given). nil when neither is known (a custom resource) or the docs
+// disagree, so the answer never depends on the order of docs.
 func patchMetaFor(group, res string, docs ...any) strategicpatch.LookupPatchMeta {
 	if res != "" {
 		if meta, ok := builtinPatchMeta()[schema.GroupResource{Group: group, Resource: res}]; ok {
 			return meta
 		}
 	}
+	var named [2]string
 	for _, doc := range docs {
 		m, ok := doc.(map[string]any)
 		if !ok {
@@ -46,19 +48,25 @@ func patchMetaFor(group, res string, docs ...any) strategicpatch.LookupPatchMeta
 		if apiVersion == "" || kind == "" {
 			continue
 		}
-		gv, err := schema.ParseGroupVersion(apiVersion)
-		if err != nil || (res != "" && gv.Group != group) {
+		if named[1] != "" && named != [2]string{apiVersion, kind} {
 			return nil
 		}
-		obj, err := scheme.Scheme.New(gv.WithKind(kind))
-		if err != nil {
-			return nil
-		}
-		meta, err := strategicpatch.NewPatchMetaFromStruct(obj)
-		if err != nil {
-			return nil
-		}
-		return meta
+		named = [2]string{apiVersion, kind}
 	}
-	return nil
+	if named[1] == "" {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(named[0])
+	if err != nil || (res != "" && gv.Group != group) {
+		return nil
+	}
+	obj, err := scheme.Scheme.New(gv.WithKind(named[1]))
+	if err != nil {
+		return nil
+	}
+	meta, err := strategicpatch.NewPatchMetaFromStruct(obj)
+	if err != nil {
+		return nil
+	}
+	return meta
 }
