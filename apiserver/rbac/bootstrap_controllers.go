@@ -66,6 +66,21 @@ func workloadControllerRules() []rbacv1.PolicyRule {
 		newRule("get", "list", "watch", "create", "update", "patch", "delete").groups(appsGroup, extensionsGroup).resources("replicasets").rule(),
 		newRule("update").groups(appsGroup, extensionsGroup).resources("replicasets/status", "replicasets/finalizers").rule(),
 		newRule("get", "list", "watch", "create", "update", "patch", "delete").groups(legacyGroup).resources("pods").rule(),
+		// StatefulSets and DaemonSets, with their revision history.
+		newRule("get", "list", "watch").groups(appsGroup, extensionsGroup).resources("statefulsets", "daemonsets").rule(),
+		newRule("update").groups(appsGroup, extensionsGroup).resources("statefulsets/status", "statefulsets/finalizers",
+			"daemonsets/status", "daemonsets/finalizers").rule(),
+		newRule("get", "list", "watch", "create", "update", "patch", "delete").groups(appsGroup).resources("controllerrevisions").rule(),
+		newRule("create").groups(legacyGroup).resources("pods/binding").rule(),
+		newRule("get", "create", "delete", "update", "patch", "list", "watch").groups(legacyGroup).resources("persistentvolumeclaims").rule(),
+		// Jobs, CronJobs and the TTL-after-finished controller.
+		newRule("get", "list", "watch", "create", "update", "patch", "delete").groups(batchGroup).resources("jobs", "cronjobs").rule(),
+		newRule("update", "patch").groups(batchGroup).resources("jobs/status", "jobs/finalizers", "cronjobs/status", "cronjobs/finalizers").rule(),
+		// Volumes: the binder, the local-path provisioner and the
+		// protection controllers.
+		newRule("get", "list", "watch", "create", "update", "patch", "delete").groups(legacyGroup).resources("persistentvolumes").rule(),
+		newRule("update", "patch").groups(legacyGroup).resources("persistentvolumes/status", "persistentvolumeclaims/status").rule(),
+		newRule(read...).groups(storageGroup).resources("storageclasses").rule(),
 	}
 }
 

@@ -211,6 +211,10 @@ func schedulerRules() []rbacv1.PolicyRule {
 		newRule(read...).groups(appsGroup).resources("statefulsets").rule(),
 		newRule(read...).groups(policyGroup).resources("poddisruptionbudgets").rule(),
 		newRule(read...).groups(legacyGroup).resources("persistentvolumeclaims", "persistentvolumes").rule(),
+		// Volume binding, as upstream's system:volume-scheduler: a
+		// WaitForFirstConsumer claim learns its node from the scheduler.
+		newRule("update", "patch").groups(legacyGroup).resources("persistentvolumeclaims", "persistentvolumes").rule(),
+		newRule(read...).groups(appsGroup).resources("daemonsets").rule(),
 		newRule(read...).groups(schedulingGroup).resources("priorityclasses").rule(),
 		newRule("create").groups(authenticationGroup).resources("tokenreviews").rule(),
 		newRule("create").groups(authorizationGroup).resources("subjectaccessreviews").rule(),

@@ -97,6 +97,8 @@ func Builtin() []*Resource {
 			New: func() runtime.Object { return &schedulingv1.PriorityClass{} }, NewList: func() runtime.Object { return &schedulingv1.PriorityClassList{} }},
 	}
 	rows = append(rows, securityRows()...)
+	rows = append(rows, workloadRows()...)
+	rows = append(rows, storageRows()...)
 	for _, r := range rows {
 		r.Default = defaults.Default
 		r.Validate = validation.ValidateCreate

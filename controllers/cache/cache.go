@@ -11,11 +11,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -63,6 +65,16 @@ type Informers struct {
 	ResourceQuotas             *informer.Informer[*corev1.ResourceQuota]
 	ClusterRoles               *informer.Informer[*rbacv1.ClusterRole]
 	CertificateSigningRequests *informer.Informer[*certificatesv1.CertificateSigningRequest]
+	// Workloads and storage: the StatefulSet, DaemonSet, Job, CronJob,
+	// TTL-after-finished, volume binder and provisioner controllers.
+	StatefulSets           *informer.Informer[*appsv1.StatefulSet]
+	DaemonSets             *informer.Informer[*appsv1.DaemonSet]
+	ControllerRevisions    *informer.Informer[*appsv1.ControllerRevision]
+	Jobs                   *informer.Informer[*batchv1.Job]
+	CronJobs               *informer.Informer[*batchv1.CronJob]
+	PersistentVolumes      *informer.Informer[*corev1.PersistentVolume]
+	PersistentVolumeClaims *informer.Informer[*corev1.PersistentVolumeClaim]
+	StorageClasses         *informer.Informer[*storagev1.StorageClass]
 
 	all []runner
 }
@@ -127,7 +139,44 @@ func New(cfg Config) (*Informers, error) {
 		func() *certificatesv1.CertificateSigningRequest { return &certificatesv1.CertificateSigningRequest{} }, nil); err != nil {
 		return nil, err
 	}
+	if err := inf.newWorkloadInformers(cfg); err != nil {
+		return nil, err
+	}
 	return inf, nil
+}
+
+// newWorkloadInformers creates the workload and storage informers.
+func (inf *Informers) newWorkloadInformers(cfg Config) error {
+	owned := func() map[string]informer.IndexFunc[*appsv1.ControllerRevision] {
+		return map[string]informer.IndexFunc[*appsv1.ControllerRevision]{ByOwnerUID: ownerUIDs[*appsv1.ControllerRevision]}
+	}
+	var err error
+	if inf.StatefulSets, err = newInformer(cfg, &inf.all, appsv1.GroupName, "statefulsets", "", func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} }, nil); err != nil {
+		return err
+	}
+	if inf.DaemonSets, err = newInformer(cfg, &inf.all, appsv1.GroupName, "daemonsets", "", func() *appsv1.DaemonSet { return &appsv1.DaemonSet{} }, nil); err != nil {
+		return err
+	}
+	if inf.ControllerRevisions, err = newInformer(cfg, &inf.all, appsv1.GroupName, "controllerrevisions", "", func() *appsv1.ControllerRevision { return &appsv1.ControllerRevision{} }, owned()); err != nil {
+		return err
+	}
+	if inf.Jobs, err = newInformer(cfg, &inf.all, batchv1.GroupName, "jobs", "", func() *batchv1.Job { return &batchv1.Job{} },
+		map[string]informer.IndexFunc[*batchv1.Job]{ByOwnerUID: ownerUIDs[*batchv1.Job]}); err != nil {
+		return err
+	}
+	if inf.CronJobs, err = newInformer(cfg, &inf.all, batchv1.GroupName, "cronjobs", "", func() *batchv1.CronJob { return &batchv1.CronJob{} }, nil); err != nil {
+		return err
+	}
+	if inf.PersistentVolumes, err = newInformer(cfg, &inf.all, "", "persistentvolumes", "", func() *corev1.PersistentVolume { return &corev1.PersistentVolume{} }, nil); err != nil {
+		return err
+	}
+	if inf.PersistentVolumeClaims, err = newInformer(cfg, &inf.all, "", "persistentvolumeclaims", "", func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, nil); err != nil {
+		return err
+	}
+	if inf.StorageClasses, err = newInformer(cfg, &inf.all, storagev1.GroupName, "storageclasses", "", func() *storagev1.StorageClass { return &storagev1.StorageClass{} }, nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func newInformer[T runtime.Object](cfg Config, all *[]runner, group, resource, namespace string, newObj func() T, idx map[string]informer.IndexFunc[T]) (*informer.Informer[T], error) {

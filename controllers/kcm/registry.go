@@ -239,5 +239,13 @@ func sharedMetadata(c *cache.Informers) map[schema.GroupResource]garbagecollecto
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}:         informer.Metadata(c.ClusterRoles),
 		{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: informer.Metadata(c.CertificateSigningRequests),
 		{Resource: "resourcequotas"}:                                           informer.Metadata(c.ResourceQuotas),
+		{Group: "apps", Resource: "statefulsets"}:                              informer.Metadata(c.StatefulSets),
+		{Group: "apps", Resource: "daemonsets"}:                                informer.Metadata(c.DaemonSets),
+		{Group: "apps", Resource: "controllerrevisions"}:                       informer.Metadata(c.ControllerRevisions),
+		{Group: "batch", Resource: "jobs"}:                                     informer.Metadata(c.Jobs),
+		{Group: "batch", Resource: "cronjobs"}:                                 informer.Metadata(c.CronJobs),
+		{Resource: "persistentvolumes"}:                                        informer.Metadata(c.PersistentVolumes),
+		{Resource: "persistentvolumeclaims"}:                                   informer.Metadata(c.PersistentVolumeClaims),
+		{Group: "storage.k8s.io", Resource: "storageclasses"}:                  informer.Metadata(c.StorageClasses),
 	}
 }
