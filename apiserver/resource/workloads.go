@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,7 +15,7 @@ import (
 
 // workloadRows are the workload kinds besides Deployments and
 // ReplicaSets: StatefulSets, DaemonSets and their ControllerRevisions,
-// Jobs and CronJobs.
+// Jobs and CronJobs, and PodDisruptionBudgets.
 func workloadRows() []*Resource {
 	apps := func(kind string) schema.GroupVersionKind { return appsv1.SchemeGroupVersion.WithKind(kind) }
 	batch := func(kind string) schema.GroupVersionKind { return batchv1.SchemeGroupVersion.WithKind(kind) }
@@ -47,6 +48,10 @@ func workloadRows() []*Resource {
 			ShortNames: []string{"cj"}, Categories: []string{"all"}, Subresources: []Subresource{Status}, HasGeneration: true,
 			New: func() runtime.Object { return &batchv1.CronJob{} }, NewList: func() runtime.Object { return &batchv1.CronJobList{} },
 			PrepareForCreate: func(o runtime.Object) { o.(*batchv1.CronJob).Status = batchv1.CronJobStatus{} }},
+		{GVK: policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", Namespaced: true,
+			ShortNames: []string{"pdb"}, Subresources: []Subresource{Status}, HasGeneration: true,
+			New: func() runtime.Object { return &policyv1.PodDisruptionBudget{} }, NewList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
+			PrepareForCreate: func(o runtime.Object) { o.(*policyv1.PodDisruptionBudget).Status = policyv1.PodDisruptionBudgetStatus{} }},
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,6 +76,8 @@ type Informers struct {
 	PersistentVolumes      *informer.Informer[*corev1.PersistentVolume]
 	PersistentVolumeClaims *informer.Informer[*corev1.PersistentVolumeClaim]
 	StorageClasses         *informer.Informer[*storagev1.StorageClass]
+	// PodDisruptionBudgets: the disruption controller.
+	PodDisruptionBudgets *informer.Informer[*policyv1.PodDisruptionBudget]
 
 	all []runner
 }
@@ -174,6 +177,9 @@ func (inf *Informers) newWorkloadInformers(cfg Config) error {
 		return err
 	}
 	if inf.StorageClasses, err = newInformer(cfg, &inf.all, storagev1.GroupName, "storageclasses", "", func() *storagev1.StorageClass { return &storagev1.StorageClass{} }, nil); err != nil {
+		return err
+	}
+	if inf.PodDisruptionBudgets, err = newInformer(cfg, &inf.all, policyv1.GroupName, "poddisruptionbudgets", "", func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} }, nil); err != nil {
 		return err
 	}
 	return nil

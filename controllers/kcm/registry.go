@@ -246,6 +246,7 @@ func sharedMetadata(c *cache.Informers) map[schema.GroupResource]garbagecollecto
 		{Group: "batch", Resource: "cronjobs"}:                                 informer.Metadata(c.CronJobs),
 		{Resource: "persistentvolumes"}:                                        informer.Metadata(c.PersistentVolumes),
 		{Resource: "persistentvolumeclaims"}:                                   informer.Metadata(c.PersistentVolumeClaims),
+		{Group: "policy", Resource: "poddisruptionbudgets"}:                    informer.Metadata(c.PodDisruptionBudgets),
 		{Group: "storage.k8s.io", Resource: "storageclasses"}:                  informer.Metadata(c.StorageClasses),
 	}
 }
