@@ -101,4 +101,5 @@ func addBusFlags(f *pflag.FlagSet, l *bus.StreamLimits) {
 	f.Int64Var(&l.MaxBytes, "bus-history-max-bytes", 1<<30, "how many bytes of history the bus keeps")
 	f.Int64Var(&l.StateMaxBytes, "bus-state-max-bytes", 0, "how many bytes the bus's latest-state stream may hold (0: as --bus-history-max-bytes); when full, the publisher stalls and /readyz says so")
 	f.DurationVar(&l.Duplicates, "bus-dedupe-window", bus.DefaultDuplicates, "how long the bus remembers message IDs to drop a retried publish (held in memory)")
+	f.IntVar(&l.Replicas, "bus-replicas", 1, "copies the bus keeps of each stream: 3 on a NATS cluster of three (kubebus nats), so the bus survives the loss of a member")
 }

@@ -69,7 +69,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newTapCmd(g), newWhyCmd())
 	root.AddCommand(newSchedulerCmd(g))
 	root.AddCommand(newKubeletCmd(g), newImageCmd(g), newProxyCmd(g), newDNSCmd(g))
-	root.AddCommand(newCertsCmd())
+	root.AddCommand(newCertsCmd(), newEtcdCmd(g), newNATSCmd(g))
 	return root
 }
 
