@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build up test unit e2e fuzz bench deps vet fmt clean
+.PHONY: all build up test unit e2e fuzz bench deps vet fmt clean compose-images
 
 all: build
 
@@ -65,6 +65,11 @@ e2e: build
 ## The packages' micro-benchmarks have their own go test lines in docs/benchmarks.md.
 bench: deps build
 	KUBEBUS_REQUIRE_PREREQS=1 KUBEBUS_BIN=$(BIN)/kubebus $(GO) test -timeout 90m -run '^$$' -bench '$(BENCH)' $(BENCH_FLAGS) ./test/bench
+
+## compose-images: the images of deploy/compose, built here from the binaries (FROM scratch) and a
+## debootstrapped Debian root filesystem (the node image); nothing is pulled.
+compose-images: build
+	BIN=$(BIN) bash deploy/compose/build-images.sh
 
 ## vet: gofmt, go vet and staticcheck (pinned, built through the Go module proxy).
 vet: $(STATICCHECK)
