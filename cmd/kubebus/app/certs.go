@@ -81,7 +81,7 @@ API.`,
 	cmd.Flags().StringSliceVar(&hosts, "hosts", []string{"localhost", "127.0.0.1", "::1"}, "DNS names and IP addresses of the API server's serving certificate")
 	cmd.Flags().StringVar(&svcRange, "service-cluster-ip-range", servicealloc.DefaultClusterIPRange, "the API server's service range (the kubernetes Service's address is in the serving certificate)")
 	cmd.Flags().StringVar(&advertise, "advertise-address", "", "the API server's advertised address, when it has one")
-	cmd.AddCommand(newCertsClientCmd(&pkiDir), newCertsKubeconfigCmd(&pkiDir))
+	cmd.AddCommand(newCertsClientCmd(&pkiDir), newCertsKubeconfigCmd(&pkiDir), newCertsServingCmd(&pkiDir), newCertsEtcdCmd(&pkiDir))
 	return cmd
 }
 

@@ -1,15 +1,13 @@
 package app
 
 import (
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
-	"github.com/kubebus/kubebus/bus/busauth"
 	"github.com/kubebus/kubebus/bus/natsserver"
 )
 
@@ -81,10 +79,12 @@ A member that already has data ignores --initial-cluster.`,
 
 // natsOptions configure `kubebus nats`: one member of a NATS cluster.
 type natsOptions struct {
-	name, storeDir, pkiDir, host, clusterName string
-	hosts, routes                             []string
-	port, clusterPort                         int
-	maxStore                                  int64
+	name, storeDir, host, clusterName string
+	caFile, certFile, keyFile         string
+	routeCertFile, routeKeyFile       string
+	routes                            []string
+	port, clusterPort                 int
+	maxStore                          int64
 }
 
 func newNATSCmd(g *globals) *cobra.Command {
@@ -94,44 +94,36 @@ func newNATSCmd(g *globals) *cobra.Command {
 		Short: "Run one member of the bus: a NATS server with JetStream, mutual TLS and kubebus's permissions",
 		Long: `Run one NATS server with JetStream (nats-server, the same code kubebus
 server embeds) for a split deployment. Clients authenticate with client
-certificates of the cluster CA and get the permissions of their identity
-on the bus, as on the embedded server.
+certificates of the cluster CA (--ca-file) and get the permissions of their
+identity on the bus, as on the embedded server. The member needs no CA key:
 
---pki-dir holds the cluster CA (ca.crt, and ca.key to issue this member's
-serving certificate for localhost, 127.0.0.1 and --hosts, and its route
-certificate as system:kubebus:nats-route, when they are missing).
-With --cluster-port and --routes it joins a NATS cluster; the API server
-then makes its streams with --bus-replicas copies:
+  kubebus certs serving --pki-dir DIR --name nats-0 --hosts nats-0,10.0.0.21
+  kubebus certs client --pki-dir DIR --user system:kubebus:nats-route --out route-0
 
-  kubebus nats --name nats-0 --host 0.0.0.0 --hosts nats-0 --cluster-port 6222 \
+With --cluster-port and --routes it joins a NATS cluster, its routes
+authenticated both ways with route certificates (identity
+system:kubebus:nats-route); the API server then makes its streams with
+--bus-replicas copies:
+
+  kubebus nats --name nats-0 --host 0.0.0.0 --ca-file DIR/ca.crt \
+      --cert-file DIR/serving-nats-0.crt --key-file DIR/serving-nats-0.key \
+      --cluster-port 6222 --route-cert-file route-0.crt --route-key-file route-0.key \
       --routes nats-route://nats-1:6222,nats-route://nats-2:6222`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger().With("component", "nats", "member", o.name)
-			b, err := pki.Ensure(pki.Config{Dir: o.pkiDir, Hosts: []string{"localhost", "127.0.0.1"}})
+			serverTLS, err := natsserver.ServerTLS(o.caFile, o.certFile, o.keyFile)
 			if err != nil {
-				return fmt.Errorf("nats certificates: %w", err)
-			}
-			hosts := append([]string{"localhost", "127.0.0.1", "::1"}, o.hosts...)
-			cert, key, err := b.IssueServing(natsServingName+"-"+o.name, hosts)
-			if err != nil {
-				return fmt.Errorf("nats serving certificate: %w", err)
-			}
-			serverTLS, err := natsserver.ServerTLS(b.CAFile, cert, key)
-			if err != nil {
-				return err
+				return fmt.Errorf("nats: %w", err)
 			}
 			cfg := natsserver.Config{Name: o.name, StoreDir: o.storeDir, Host: o.host, Port: o.port, MaxStore: o.maxStore,
 				TLS: serverTLS, Logger: log}
 			if o.clusterPort != 0 {
-				routeCert, routeKey := filepath.Join(o.pkiDir, "nats-route-"+o.name+".crt"), filepath.Join(o.pkiDir, "nats-route-"+o.name+".key")
-				if _, err := os.Stat(routeCert); err != nil {
-					if err := b.IssueClientTo(routeCert, routeKey, busauth.RouteUser, nil); err != nil {
-						return fmt.Errorf("nats route certificate: %w", err)
-					}
+				if o.routeCertFile == "" || o.routeKeyFile == "" {
+					return errors.New("nats: a member of a cluster (--cluster-port) needs --route-cert-file and --route-key-file")
 				}
-				routeTLS, err := natsserver.RouteTLS(b.CAFile, cert, key, routeCert, routeKey)
+				routeTLS, err := natsserver.RouteTLS(o.caFile, o.certFile, o.keyFile, o.routeCertFile, o.routeKeyFile)
 				if err != nil {
-					return err
+					return fmt.Errorf("nats: %w", err)
 				}
 				cfg.Cluster = natsserver.ClusterConfig{Name: o.clusterName, Port: o.clusterPort, Routes: o.routes, TLS: routeTLS}
 			}
@@ -148,13 +140,19 @@ then makes its streams with --bus-replicas copies:
 	f := cmd.Flags()
 	f.StringVar(&o.name, "name", "kubebus", "the server's name; members of a cluster need distinct names")
 	f.StringVar(&o.storeDir, "store-dir", "/var/lib/kubebus/nats", "where JetStream keeps its streams")
-	f.StringVar(&o.pkiDir, "pki-dir", "/var/lib/kubebus/pki", "the PKI directory holding the cluster CA")
 	f.StringVar(&o.host, "host", "127.0.0.1", "the address clients (and routes) connect to")
-	f.StringSliceVar(&o.hosts, "hosts", nil, "further DNS names and addresses of the serving certificate")
 	f.IntVar(&o.port, "port", 4222, "client port (-1 picks a free one)")
 	f.Int64Var(&o.maxStore, "max-store", 0, "bytes JetStream may keep on disk (0: NATS's default)")
+	f.StringVar(&o.caFile, "ca-file", "", "the cluster CA certificate: clients' and routes' certificates must chain to it")
+	f.StringVar(&o.certFile, "cert-file", "", "the serving certificate (of the cluster CA), also shown to routes")
+	f.StringVar(&o.keyFile, "key-file", "", "the key of --cert-file")
 	f.StringVar(&o.clusterName, "cluster-name", "kubebus", "the NATS cluster's name, the same on every member")
 	f.IntVar(&o.clusterPort, "cluster-port", 0, "route port (0: not clustered; -1 picks a free one)")
 	f.StringSliceVar(&o.routes, "routes", nil, "the other members' route URLs, nats-route://host:port")
+	f.StringVar(&o.routeCertFile, "route-cert-file", "", "the client certificate presented to routes, user system:kubebus:nats-route")
+	f.StringVar(&o.routeKeyFile, "route-key-file", "", "the key of --route-cert-file")
+	for _, name := range []string{"ca-file", "cert-file", "key-file"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
 	return cmd
 }

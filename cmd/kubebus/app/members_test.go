@@ -82,10 +82,11 @@ func TestIntegrationEtcdMembers(t *testing.T) {
 		t.Skip("starts three etcd members")
 	}
 	base := t.TempDir()
-	b, err := pki.EnsureEtcd(pki.EtcdConfig{Dir: filepath.Join(base, "pki")})
-	if err != nil {
-		t.Fatal(err)
+	var out, errb bytes.Buffer
+	if err := Run(context.Background(), []string{"certs", "etcd", "--pki-dir", filepath.Join(base, "pki")}, &out, &errb); err != nil {
+		t.Fatalf("kubebus certs etcd: %v\n%s", err, errb.String())
 	}
+	b := pki.EtcdFiles(filepath.Join(base, "pki"))
 	names := []string{"e0", "e1", "e2"}
 	client, peer := map[string]int{}, map[string]int{}
 	var initial []string
@@ -182,14 +183,26 @@ func TestIntegrationNATSMembers(t *testing.T) {
 	var members [][]string
 	for _, n := range names {
 		dir := filepath.Join(base, n)
-		copyFiles(t, filepath.Dir(ca.CAFile), filepath.Join(dir, "pki"), "ca.crt", "ca.key")
+		// Each member has its serving and route certificates and the CA
+		// certificate, not the CA key.
+		var out, errb bytes.Buffer
+		if err := Run(context.Background(), []string{"certs", "serving", "--pki-dir", filepath.Dir(ca.CAFile), "--name", "nats-" + n,
+			"--hosts", "127.0.0.1,localhost"}, &out, &errb); err != nil {
+			t.Fatalf("kubebus certs serving: %v\n%s", err, errb.String())
+		}
+		cert, key := filepath.Join(filepath.Dir(ca.CAFile), "serving-nats-"+n+".crt"), filepath.Join(filepath.Dir(ca.CAFile), "serving-nats-"+n+".key")
+		routeCert, routeKey := filepath.Join(dir, "route.crt"), filepath.Join(dir, "route.key")
+		if err := ca.IssueClientTo(routeCert, routeKey, busauth.RouteUser, nil); err != nil {
+			t.Fatal(err)
+		}
 		var routes []string
 		for _, o := range names {
 			if o != n {
 				routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", route[o]))
 			}
 		}
-		members = append(members, []string{"nats", "--name", n, "--store-dir", filepath.Join(dir, "store"), "--pki-dir", filepath.Join(dir, "pki"),
+		members = append(members, []string{"nats", "--name", n, "--store-dir", filepath.Join(dir, "store"),
+			"--ca-file", ca.CAFile, "--cert-file", cert, "--key-file", key, "--route-cert-file", routeCert, "--route-key-file", routeKey,
 			"--port", fmt.Sprint(port[n]), "--cluster-port", fmt.Sprint(route[n]), "--routes", strings.Join(routes, ",")})
 	}
 	runMembers(t, members)
