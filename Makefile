@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build up test unit e2e fuzz bench deps vet fmt clean compose-images
+.PHONY: all build up test unit e2e fuzz bench deps vet fmt clean compose-images compose-up compose-down
 
 all: build
 
@@ -70,6 +70,15 @@ bench: deps build
 ## debootstrapped Debian root filesystem (the node image); nothing is pulled.
 compose-images: build
 	BIN=$(BIN) bash deploy/compose/build-images.sh
+
+## compose-up: the HA stack of deploy/compose (etcd x3, NATS x3, API server x2 behind haproxy,
+## controller-manager x2, scheduler x2, nodes x2); waits for two Ready nodes, writes deploy/compose/kubeconfig.
+compose-up: deps build
+	BIN=$(BIN) bash deploy/compose/up.sh
+
+## compose-down: stop the stack and remove its containers, network, volumes and certificates.
+compose-down:
+	bash deploy/compose/down.sh
 
 ## vet: gofmt, go vet and staticcheck (pinned, built through the Go module proxy).
 vet: $(STATICCHECK)

@@ -18,6 +18,7 @@ import (
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/proxy"
 	"github.com/kubebus/kubebus/proxy/nft"
+	"github.com/kubebus/kubebus/proxy/podroutes"
 	"github.com/kubebus/kubebus/proxy/record"
 	"github.com/kubebus/kubebus/proxy/rules"
 )
@@ -32,6 +33,7 @@ func newProxyCmd(g *globals) *cobra.Command {
 		kubeconfig    string
 		nf            natsFlags
 		recordLease   bool
+		podRoutes     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -50,9 +52,16 @@ or a kubeconfig (--kubeconfig) whose client certificate is one. With a
 kubeconfig it also records, through the API server, the bus revision its
 rules reflect in the Lease kube-node-lease/kube-proxy-<node> (at most once a
 second; --record-programmed=false turns it off), which is how
-"kubectl why" sees that a change reached the node.`,
+"kubectl why" sees that a change reached the node.
+
+With --pod-routes it also routes the pod network between nodes that share
+a link, as flannel's host-gw does: a route to every other node's podCIDRs
+through its InternalIP, from the Nodes on the bus (deploy/compose uses it).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, log := cmd.Context(), g.logger()
+			if podRoutes && netnsPath != "" {
+				return errors.New("proxy: --pod-routes programs the proxy's own network namespace; it does not go with --node-netns")
+			}
 			var ncfg nft.Config
 			if netnsPath != "" {
 				ns, err := os.Open(netnsPath)
@@ -109,7 +118,24 @@ second; --record-programmed=false turns it off), which is how
 				}()
 				defer srv.Close()
 			}
-			return proxy.Run(ctx, cfg)
+			if !podRoutes {
+				return proxy.Run(ctx, cfg)
+			}
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			routed := make(chan error, 1)
+			go func() {
+				err := podroutes.Run(ctx, podroutes.Config{JetStream: js, Node: cfg.Instance, Applier: podroutes.Netlink{},
+					Logger: log.With("component", "pod-routes")})
+				cancel()
+				routed <- err
+			}()
+			err = proxy.Run(ctx, cfg)
+			cancel()
+			if rerr := <-routed; err == nil {
+				err = rerr
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -119,6 +145,7 @@ second; --record-programmed=false turns it off), which is how
 	f.StringVar(&cfg.Instance, "hostname-override", "", "name of this node for its bus consumers (default the hostname)")
 	f.DurationVar(&cfg.MinSyncPeriod, "min-sync-period", proxy.DefaultMinSyncPeriod, "least time between two syncs of the rules")
 	f.DurationVar(&cfg.SyncPeriod, "sync-period", proxy.DefaultSyncPeriod, "how often the rules are rebuilt without a change")
+	f.BoolVar(&podRoutes, "pod-routes", false, "route the pod network to the other nodes' podCIDRs through their InternalIPs (nodes on one link)")
 	f.StringVar(&netnsPath, "node-netns", "", "program the nftables of this network namespace (e.g. the kubelet's --node-netns) instead of the proxy's own")
 	f.BoolVar(&cleanup, "cleanup", false, "delete the proxy's nftables tables and exit")
 	f.BoolVar(&ipv6, "ipv6", true, "also program IPv6 Services (table ip6 kubebus) when the kernel can")
