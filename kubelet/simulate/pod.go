@@ -2,7 +2,9 @@
 // Lease and posts its status like a kubelet (through kubelet/node), and
 // reports the pods bound to it Running without starting containers, so the
 // control plane can be tested at scale on one machine (like kubemark and
-// KWOK). Plan, the pure part, decides what to do with one pod.
+// KWOK). Pods that run to completion finish as Finish says (finish.go), so
+// Jobs can be measured too. Plan, the pure part, decides what to do with
+// one pod.
 package simulate
 
 import (
@@ -32,20 +34,29 @@ func (a Action) String() string {
 	return [...]string{"None", "UpdateStatus", "Delete"}[a]
 }
 
-// Plan decides what the hollow kubelet of node does with pod at now.
-func Plan(pod *corev1.Pod, node *corev1.Node, now time.Time) (Action, *corev1.PodStatus) {
+// Plan decides what the hollow kubelet of node does with pod at now. A pod
+// that runs to completion (restartPolicy Never or OnFailure) finishes as
+// fin says; until it is due, Plan returns None and how long to wait.
+func Plan(pod *corev1.Pod, node *corev1.Node, now time.Time, fin Finish) (Action, *corev1.PodStatus, time.Duration) {
 	switch {
 	case pod.Spec.NodeName == "" || pod.Spec.NodeName != node.Name:
-		return None, nil
+		return None, nil, 0
 	case pod.DeletionTimestamp != nil:
-		return Delete, nil
+		return Delete, nil, 0
 	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		return None, nil
+		return None, nil, 0
 	case running(pod):
-		return None, nil
+		st, wait := fin.plan(pod, now)
+		if st != nil {
+			return UpdateStatus, st, 0
+		}
+		return None, nil, wait
 	}
 	st := RunningStatus(pod, node, now)
-	return UpdateStatus, &st
+	if _, wait := fin.plan(pod, now); wait > 0 {
+		return UpdateStatus, &st, wait
+	}
+	return UpdateStatus, &st, 0
 }
 
 // running reports whether pod's status already says Running and ready with

@@ -49,7 +49,7 @@ func TestPlan(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			act, st := Plan(tc.pod, node, t0.Add(time.Minute))
+			act, st, _ := Plan(tc.pod, node, t0.Add(time.Minute), Finish{})
 			if act != tc.want {
 				t.Fatalf("Plan = %v, want %v", act, tc.want)
 			}
@@ -109,7 +109,7 @@ func TestRunningStatus(t *testing.T) {
 			}
 			pod := tc.pod.DeepCopy()
 			pod.Status = st
-			if act, _ := Plan(pod, tc.node, t0); act != None {
+			if act, _, _ := Plan(pod, tc.node, t0, Finish{}); act != None {
 				t.Errorf("a pod with its running status plans %v, want None", act)
 			}
 		})

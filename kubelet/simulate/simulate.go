@@ -49,6 +49,8 @@ type Config struct {
 	// they report no kubelet port and the API server's pods/log requests
 	// fail (on loopback).
 	Logs *LogConfig
+	// Finish says when and how pods that run to completion end.
+	Finish Finish
 	// Instance is appended to the informers' durable names.
 	Instance string
 	Clock    clock.WithTicker
@@ -228,7 +230,11 @@ func (s *syncer) sync(ctx context.Context, k key) error {
 	if n == nil {
 		return errNotRegistered
 	}
-	act, st := Plan(pod, n, s.cfg.Clock.Now())
+	act, st, wait := Plan(pod, n, s.cfg.Clock.Now(), s.cfg.Finish)
+	if wait > 0 {
+		// Its containers exit then: look at it again.
+		s.q.AddAfter(k, wait)
+	}
 	pods := s.cfg.Client.CoreV1().Pods(pod.Namespace)
 	switch act {
 	case UpdateStatus:

@@ -28,6 +28,7 @@ func newKubeletCmd(g *globals) *cobra.Command {
 		caKey                                                                  string
 		o                                                                      nodeOptions
 		nf                                                                     natsFlags
+		finish                                                                 simulate.Finish
 	)
 	cmd := &cobra.Command{
 		Use:   "kubelet",
@@ -54,7 +55,8 @@ in --cert-dir and renewed at 80% of its lifetime
 
 With --simulate=N it runs N hollow nodes in this process instead: they
 report their pods Running without containers, for testing the control plane
-at scale. Each advertises its own loopback address from --node-ip-range
+at scale; pods that run to completion (restartPolicy Never or OnFailure)
+finish after --simulate-pod-runtime with --simulate-exit-code. Each advertises its own loopback address from --node-ip-range
 (inside 127.0.0.0/8) and serves its pods' logs there, over HTTPS on --port
 when given or else a free port, verifying the API server's client
 certificate with --client-ca-file: ` + "`kubectl logs`" + ` of a pod on a
@@ -137,7 +139,7 @@ kubeconfig is).`,
 			defer nc.Close()
 			return simulate.Run(cmd.Context(), simulate.Config{
 				Client: client, JetStream: js, Nodes: nodes, Prefix: prefix, Capacity: capacity, Workers: workers, Instance: instance,
-				LeaseInterval: o.leaseEvery, StatusInterval: o.statusEvery, NodeIPRange: nodeIPs, Logs: logs,
+				LeaseInterval: o.leaseEvery, StatusInterval: o.statusEvery, NodeIPRange: nodeIPs, Logs: logs, Finish: finish,
 				NodeInfo: corev1.NodeSystemInfo{KubeletVersion: kubeletVersion, KubeProxyVersion: kubeletVersion, ContainerRuntimeVersion: "simulated://1",
 					OSImage: "kubebus hollow node", KernelVersion: "simulated", OperatingSystem: "linux", Architecture: runtime.GOARCH},
 				Logger: g.logger(),
@@ -171,6 +173,8 @@ kubeconfig is).`,
 	f.Int64Var(&pods, "pods", 110, "pod capacity of each hollow node")
 	f.IntVar(&workers, "workers", 32, "workers writing pod status, shared by all hollow nodes")
 	f.StringVar(&ipRange, "node-ip-range", simulate.DefaultNodeIPRange, "range (inside 127.0.0.0/8) the hollow nodes' addresses come from, node i getting its (i+1)-th address")
+	f.DurationVar(&finish.Runtime, "simulate-pod-runtime", 5*time.Second, "how long the containers of pods that run to completion (restartPolicy Never or OnFailure) run on hollow nodes before they exit; negative: forever (annotation "+simulate.RuntimeAnnotation+" overrides it per pod)")
+	f.Int32Var(&finish.ExitCode, "simulate-exit-code", 0, "the code those containers exit with: 0 makes the pod Succeeded, another Failed (Never) or restarts it (OnFailure) (annotation "+simulate.ExitCodeAnnotation+" overrides it per pod)")
 	f.BoolVar(&serveLogs, "serve-logs", true, "serve the hollow nodes' pod logs (a line saying the node is simulated) on their addresses; needs --client-ca-file (or a kubeconfig naming its CA file)")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	return cmd
