@@ -25,6 +25,8 @@ const (
 	PluginPodSecurity              = "PodSecurity"
 	PluginPriority                 = "Priority"
 	PluginDefaultTolerationSeconds = "DefaultTolerationSeconds"
+	PluginDefaultStorageClass      = "DefaultStorageClass"
+	PluginStorageInUseProtection   = "StorageObjectInUseProtection"
 	PluginResourceQuota            = "ResourceQuota"
 )
 
@@ -33,7 +35,8 @@ const (
 func DefaultPlugins() []string {
 	return []string{
 		PluginNamespaceLifecycle, PluginLimitRanger, PluginServiceAccount, PluginNodeRestriction,
-		PluginPodSecurity, PluginPriority, PluginDefaultTolerationSeconds, PluginResourceQuota,
+		PluginPodSecurity, PluginPriority, PluginDefaultTolerationSeconds, PluginDefaultStorageClass,
+		PluginStorageInUseProtection, PluginResourceQuota,
 	}
 }
 
@@ -64,6 +67,8 @@ type Deps struct {
 	NamespacePods PodLister
 	// PriorityClasses serves Priority; nil knows only the system classes.
 	PriorityClasses PriorityClasses
+	// StorageClasses serves DefaultStorageClass; nil turns it off.
+	StorageClasses StorageClasses
 	// Factories build the plugins defined elsewhere (LimitRanger,
 	// ResourceQuota) and may replace a built-in one (a configured
 	// DefaultTolerationSeconds, say).
@@ -161,6 +166,10 @@ func buildPlugin(name string, d Deps) (auth.Admitter, error) {
 		return Priority{Classes: d.PriorityClasses}, nil
 	case PluginDefaultTolerationSeconds:
 		return DefaultTolerationSeconds{}, nil
+	case PluginDefaultStorageClass:
+		return DefaultStorageClass{Classes: d.StorageClasses}, nil
+	case PluginStorageInUseProtection:
+		return StorageObjectInUseProtection{}, nil
 	}
 	return nil, errors.New("no such plugin here and none in Deps.Factories")
 }

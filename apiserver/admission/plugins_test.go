@@ -25,9 +25,10 @@ func TestResolve(t *testing.T) {
 		{name: "defaults", want: DefaultPlugins()},
 		{name: "enabling a default changes nothing", enable: []string{"NodeRestriction"}, want: DefaultPlugins()},
 		{name: "disable two", disable: []string{"PodSecurity", "ResourceQuota"},
-			want: []string{"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "Priority", "DefaultTolerationSeconds"}},
+			want: []string{"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "Priority", "DefaultTolerationSeconds",
+				"DefaultStorageClass", "StorageObjectInUseProtection"}},
 		{name: "unknown names", enable: []string{"AlwaysPullImages"}, disable: []string{"Nope"}, wantErr: []string{
-			`enable-admission-plugins plugin "AlwaysPullImages" is unknown (known plugins: NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction, PodSecurity, Priority, DefaultTolerationSeconds, ResourceQuota)`,
+			`enable-admission-plugins plugin "AlwaysPullImages" is unknown (known plugins: NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction, PodSecurity, Priority, DefaultTolerationSeconds, DefaultStorageClass, StorageObjectInUseProtection, ResourceQuota)`,
 			`disable-admission-plugins plugin "Nope" is unknown`,
 		}},
 		{name: "enabled and disabled", enable: []string{"Priority", "LimitRanger"}, disable: []string{"Priority", "LimitRanger"},

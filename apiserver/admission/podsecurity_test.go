@@ -137,11 +137,12 @@ func TestBuildDefaultPlugins(t *testing.T) {
 		got = append(got, reflect.TypeOf(a).String())
 	}
 	want := []string{"admission.NamespaceLifecycle", "admission.namedAdmitter", "admission.ServiceAccount", "admission.NodeRestriction",
-		"admission.Priority", "admission.DefaultTolerationSeconds", "*admission.PodSecurity", "admission.namedAdmitter"}
+		"admission.Priority", "admission.DefaultTolerationSeconds", "admission.DefaultStorageClass", "admission.StorageObjectInUseProtection",
+		"*admission.PodSecurity", "admission.namedAdmitter"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("chain = %v, want %v", got, want)
 	}
-	if chain[7] != namedAdmitter("ResourceQuota") {
-		t.Fatalf("last plugin = %v, want ResourceQuota", chain[7])
+	if chain[9] != namedAdmitter("ResourceQuota") {
+		t.Fatalf("last plugin = %v, want ResourceQuota", chain[9])
 	}
 }

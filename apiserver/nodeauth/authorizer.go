@@ -11,6 +11,7 @@ import (
 // For a kubelet (a user system:node:NAME in system:nodes) it allows
 //   - get, list and watch of one named secret or configmap,
 //   - get of a persistentvolumeclaim, and update or patch of its status,
+//   - get of the persistentvolume such a claim is bound to,
 //   - create of a serviceaccount's token,
 //
 // when a pod bound to the node references the object; any other request
@@ -51,6 +52,8 @@ func (a *Authorizer) Authorize(_ context.Context, attrs auth.Attributes) (auth.D
 		return a.authorizeGet(node, attrs)
 	case "serviceaccounts":
 		return a.authorizeCreateToken(node, attrs)
+	case "persistentvolumes":
+		return a.authorizeVolume(node, attrs)
 	}
 	return auth.NoOpinion, "", nil
 }
@@ -82,6 +85,24 @@ func (a *Authorizer) authorizeGet(node string, attrs auth.Attributes) (auth.Deci
 		return auth.NoOpinion, "cannot get subresource", nil
 	}
 	return a.related(node, pvcKind, attrs)
+}
+
+// authorizeVolume allows get of a PersistentVolume bound to a claim of the
+// node's pods.
+func (a *Authorizer) authorizeVolume(node string, attrs auth.Attributes) (auth.Decision, string, error) {
+	if attrs.Verb != "get" {
+		return auth.NoOpinion, "can only get individual resources of this type", nil
+	}
+	if attrs.Subresource != "" {
+		return auth.NoOpinion, "cannot get subresource", nil
+	}
+	if attrs.Name == "" {
+		return auth.NoOpinion, "No Object name found", nil
+	}
+	if !a.g.hasVolume(node, attrs.Name) {
+		return auth.NoOpinion, noRelationship(node), nil
+	}
+	return auth.Allow, "", nil
 }
 
 // authorizeStatusUpdate allows update and patch of the status of a claim

@@ -1,8 +1,9 @@
 // Package nodeauth is the Node authorizer: a kubelet may read the secrets,
-// configmaps and persistentvolumeclaims of the pods bound to its node and
-// request tokens for their serviceaccounts, and nothing else of those
-// kinds. A Graph, fed pod events by a pods informer, holds which node
-// references what; the Authorizer answers from it.
+// configmaps and persistentvolumeclaims of the pods bound to its node, the
+// persistentvolumes bound to those claims, and request tokens for their
+// serviceaccounts, and nothing else of those kinds. A Graph, fed pod
+// events by a pods informer and claim events by a claims informer, holds
+// which node references what; the Authorizer answers from it.
 package nodeauth
 
 import (
@@ -57,6 +58,10 @@ type Graph struct {
 	mu    sync.RWMutex
 	pods  map[podKey]podRefs
 	nodes map[string]map[ref]int
+	// claimVolume is each bound claim's volume and volumeClaims its
+	// inverse (claims.go).
+	claimVolume  map[claimKey]string
+	volumeClaims map[string]map[claimKey]struct{}
 }
 
 // NewGraph returns an empty graph.

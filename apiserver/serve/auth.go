@@ -115,6 +115,7 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches) (*security
 	var lister rbac.Lister = rbac.NewStaticLister(rbac.Policy{})
 	if caches != nil {
 		caches.pods.AddHandler(graph.Handler())
+		caches.claims.AddHandler(graph.ClaimHandler())
 		lister = caches.rbacLister()
 	}
 	rbacAuthz := rbac.NewAuthorizer(lister)
@@ -148,6 +149,7 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches) (*security
 	chain, err := admission.Build(names, admission.Deps{
 		Namespaces: sec.objects, ServiceAccounts: sec.objects, Pods: sec.objects, Nodes: sec.objects,
 		PriorityClasses: &admission.StoredPriorityClasses{Store: store},
+		StorageClasses:  admission.StoredStorageClasses{Store: store},
 		Factories: map[string]func() (auth.Admitter, error){
 			admission.PluginLimitRanger: func() (auth.Admitter, error) { return admission.NewLimitRanger(sec.objects), nil },
 			admission.PluginResourceQuota: func() (auth.Admitter, error) {

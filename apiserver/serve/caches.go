@@ -17,8 +17,8 @@ import (
 
 // authCaches are the API server's own bus-fed caches: what the
 // authorizers and admission read on every request instead of etcd (RBAC
-// objects, the pods each node runs, namespaces, service accounts, limit
-// ranges and quotas).
+// objects, the pods each node runs and the claims they use, namespaces,
+// service accounts, limit ranges and quotas).
 type authCaches struct {
 	roles               *informer.Informer[*rbacv1.Role]
 	clusterRoles        *informer.Informer[*rbacv1.ClusterRole]
@@ -29,6 +29,8 @@ type authCaches struct {
 	serviceAccounts     *informer.Informer[*corev1.ServiceAccount]
 	limitRanges         *informer.Informer[*corev1.LimitRange]
 	quotas              *informer.Informer[*corev1.ResourceQuota]
+	// claims feed the Node authorizer's claim → volume edges.
+	claims *informer.Informer[*corev1.PersistentVolumeClaim]
 
 	all []cacheRunner
 }
@@ -56,6 +58,7 @@ func newAuthCaches(js jetstream.JetStream, instance string, log *slog.Logger, re
 	c.serviceAccounts = cacheOf(b, "", "serviceaccounts", func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} })
 	c.limitRanges = cacheOf(b, "", "limitranges", func() *corev1.LimitRange { return &corev1.LimitRange{} })
 	c.quotas = cacheOf(b, "", "resourcequotas", func() *corev1.ResourceQuota { return &corev1.ResourceQuota{} })
+	c.claims = cacheOf(b, "", "persistentvolumeclaims", func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} })
 	if b.err != nil {
 		return nil, b.err
 	}

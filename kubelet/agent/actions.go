@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubebus/kubebus/internal/crash"
 	"github.com/kubebus/kubebus/kubelet/pods"
+	"github.com/kubebus/kubebus/kubelet/pods/volumes"
 	"github.com/kubebus/kubebus/kubelet/prober"
 	"github.com/kubebus/kubebus/kubelet/runtime"
 )
@@ -42,6 +43,9 @@ func (k *Kubelet) execute(ctx context.Context, pod *corev1.Pod, plan pods.Plan, 
 		var err error
 		switch a.Kind {
 		case pods.CreateSandbox:
+			if err = k.mountClaims(ctx, pod); err != nil {
+				break
+			}
 			var sb runtime.Sandbox
 			sb, err = k.createSandbox(ctx, pod)
 			sandboxID, sandboxIP = sb.ID, sb.IP
@@ -66,6 +70,21 @@ func (k *Kubelet) execute(ctx context.Context, pod *corev1.Pod, plan pods.Plan, 
 		if err != nil {
 			return fmt.Errorf("%s: %w", a, err)
 		}
+	}
+	return nil
+}
+
+// mountClaims sets the pod's persistentVolumeClaim volumes up before its
+// sandbox is made, as upstream's volume manager does: while a claim is
+// missing or unbound (or its volume cannot be mounted here) the pod waits
+// in ContainerCreating with a FailedMount event, and is retried.
+func (k *Kubelet) mountClaims(ctx context.Context, pod *corev1.Pod) error {
+	if pod == nil {
+		return nil
+	}
+	if err := k.volumes.SetupClaims(ctx, pod); err != nil {
+		k.event(pod, corev1.EventTypeWarning, "FailedMount", "%s", volumes.FailedMountMessage(err))
+		return err
 	}
 	return nil
 }
@@ -343,8 +362,10 @@ func (k *Kubelet) event(pod *corev1.Pod, typ, reason, format string, args ...any
 	k.recorder.Eventf(ref, typ, reason, format, args...)
 }
 
-// apiGetter reads ConfigMaps and Secrets through the API when a pod
-// starts a container (no cache: they are read once per start).
+// apiGetter reads ConfigMaps, Secrets, PersistentVolumeClaims and
+// PersistentVolumes through the API when a pod starts a container (no
+// cache: they are read once per start; the Node authorizer allows those of
+// the node's pods).
 type apiGetter struct{ client kubernetes.Interface }
 
 func (g apiGetter) GetConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
@@ -353,6 +374,14 @@ func (g apiGetter) GetConfigMap(ctx context.Context, ns, name string) (*corev1.C
 
 func (g apiGetter) GetSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	return g.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (g apiGetter) GetPersistentVolumeClaim(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	return g.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (g apiGetter) GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	return g.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 }
 
 // fingerprint summarizes what the runtime holds of a pod, so a relist can

@@ -75,7 +75,7 @@ func New(cfg Config) (*Kubelet, error) {
 		return cfg.Client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
 	}}
 	var err error
-	k.volumes, err = volumes.New(volumes.Config{Root: cfg.RootDir, Getter: k.getter, Tokens: k.getter, NodeAllocatable: cfg.Allocatable})
+	k.volumes, err = volumes.New(volumes.Config{Root: cfg.RootDir, Getter: k.getter, Claims: k.getter, Tokens: k.getter, NodeAllocatable: cfg.Allocatable})
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: volumes: %w", err)
 	}

@@ -68,11 +68,11 @@ func TestDefaults(t *testing.T) {
 	if p == nil {
 		t.Fatalf("no %s profile: %v", DefaultSchedulerName, ps)
 	}
-	wantFilter := "NodeUnschedulable NodeName TaintToleration NodeAffinity NodePorts NodeResourcesFit PodTopologySpread InterPodAffinity"
+	wantFilter := "NodeUnschedulable NodeName TaintToleration NodeAffinity NodePorts NodeResourcesFit VolumeBinding PodTopologySpread InterPodAffinity"
 	if got := strings.Join(names(p.Filter), " "); got != wantFilter {
 		t.Errorf("filter = %s\nwant     %s", got, wantFilter)
 	}
-	wantPreFilter := "NodeAffinity NodePorts NodeResourcesFit PodTopologySpread InterPodAffinity"
+	wantPreFilter := "NodeAffinity NodePorts NodeResourcesFit VolumeBinding PodTopologySpread InterPodAffinity"
 	if got := strings.Join(names(p.PreFilter), " "); got != wantPreFilter {
 		t.Errorf("preFilter = %s", got)
 	}
@@ -86,6 +86,12 @@ func TestDefaults(t *testing.T) {
 		if w[name] != want {
 			t.Errorf("weight of %s = %d, want %d", name, w[name], want)
 		}
+	}
+	if got := names(p.Reserve); len(got) != 1 || got[0] != "VolumeBinding" {
+		t.Errorf("reserve = %v", got)
+	}
+	if got := names(p.PreBind); len(got) != 1 || got[0] != "VolumeBinding" {
+		t.Errorf("preBind = %v", got)
 	}
 	if p.Preemption == nil || p.Preemption.MinCandidateNodesPercentage != 10 || p.Preemption.MinCandidateNodesAbsolute != 100 {
 		t.Errorf("preemption = %+v", p.Preemption)
@@ -257,7 +263,7 @@ func TestInvalid(t *testing.T) {
 		{"unnamed profiles", header + "profiles:\n- {}\n- schedulerName: b\n", "profiles[0].schedulerName: required"},
 		{"duplicate profile", header + "profiles:\n- schedulerName: a\n- schedulerName: a\n", `profiles[1].schedulerName: "a" is already used by profiles[0]`},
 		{"unknown plugin", header + "profiles:\n- plugins:\n    score:\n      enabled:\n      - name: Foo\n", `profiles[0].plugins.score.enabled[0]: unknown plugin "Foo"`},
-		{"unimplemented plugin", header + "profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: VolumeBinding\n", `plugin "VolumeBinding" is not implemented`},
+		{"unimplemented plugin", header + "profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: VolumeZone\n", `plugin "VolumeZone" is not implemented`},
 		{"negative weight", header + "profiles:\n- plugins:\n    score:\n      enabled:\n      - name: ImageLocality\n        weight: -1\n", "weight: -1 must not be negative"},
 		{"filter plugin as score", header + "profiles:\n- plugins:\n    score:\n      enabled:\n      - name: NodeName\n", `plugin "NodeName" does not implement score`},
 		{"bad strategy", header + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: Random\n", `scoringStrategy.type: "Random" is not one of`},

@@ -19,6 +19,7 @@ import (
 	"github.com/kubebus/kubebus/scheduler/plugins/nodeunschedulable"
 	"github.com/kubebus/kubebus/scheduler/plugins/podtopologyspread"
 	"github.com/kubebus/kubebus/scheduler/plugins/tainttoleration"
+	"github.com/kubebus/kubebus/scheduler/plugins/volumebinding"
 )
 
 // DefaultPreemption is the name of the preemption PostFilter.
@@ -31,7 +32,7 @@ var shellPlugins = []string{"PrioritySort", "SchedulingGates", "DefaultBinder"}
 
 // Upstream plugins kubebus does not implement. They may be disabled (as
 // copied configurations often do) but not enabled.
-var unimplemented = []string{"VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits", "DynamicResources", "NodeDeclaredFeatures", "GangScheduling"}
+var unimplemented = []string{"VolumeRestrictions", "VolumeZone", "NodeVolumeLimits", "DynamicResources", "NodeDeclaredFeatures", "GangScheduling"}
 
 // defaultMultiPoint is upstream's default plugin list (v1), in order, with
 // the score weights, restricted to what kubebus has.
@@ -46,6 +47,7 @@ func defaultMultiPoint() []Plugin {
 		{Name: nodeaffinity.Name, Weight: w(2)},
 		{Name: nodeports.Name},
 		{Name: noderesources.Name, Weight: w(1)},
+		{Name: volumebinding.Name},
 		{Name: podtopologyspread.Name, Weight: w(2)},
 		{Name: interpodaffinity.Name, Weight: w(2)},
 		{Name: DefaultPreemption},
@@ -80,6 +82,9 @@ func inTree() map[string]factory {
 		}),
 		podtopologyspread.Name: withArgs(func(a podtopologyspread.Args) (framework.Plugin, error) {
 			return podtopologyspread.New(a)
+		}),
+		volumebinding.Name: withArgs(func(a volumebinding.Args) (framework.Plugin, error) {
+			return volumebinding.New(a)
 		}),
 	}
 }
@@ -156,6 +161,8 @@ var points = []point{
 	{"filter", func(p *Plugins) PluginSet { return p.Filter }, is[framework.FilterPlugin]},
 	{"preScore", func(p *Plugins) PluginSet { return p.PreScore }, is[framework.PreScorePlugin]},
 	{"score", func(p *Plugins) PluginSet { return p.Score }, is[framework.ScorePlugin]},
+	{"reserve", func(p *Plugins) PluginSet { return p.Reserve }, is[framework.ReservePlugin]},
+	{"preBind", func(p *Plugins) PluginSet { return p.PreBind }, is[framework.PreBindPlugin]},
 }
 
 func is[T any](p framework.Plugin) bool { _, ok := p.(T); return ok }
@@ -294,6 +301,10 @@ func (c *Configuration) buildProfile(i int) (*framework.Profile, error) {
 					w = int64(*e.plugin.Weight)
 				}
 				prof.Score = append(prof.Score, framework.WeightedScorePlugin{ScorePlugin: pl.(framework.ScorePlugin), Weight: w})
+			case "reserve":
+				prof.Reserve = append(prof.Reserve, pl.(framework.ReservePlugin))
+			case "preBind":
+				prof.PreBind = append(prof.PreBind, pl.(framework.PreBindPlugin))
 			}
 		}
 	}

@@ -69,6 +69,8 @@ type Result struct {
 	// Preemption is the eviction plan when the pod fits nowhere and
 	// preemption found room; nil otherwise.
 	Preemption *preemption.Result
+	// State is the cycle's state, which Reserve and PreBind plugins read.
+	State *framework.CycleState
 }
 
 // SeededChooser returns a deterministic tie-breaker: the same seed gives
@@ -107,6 +109,7 @@ func Schedule(ctx context.Context, p *framework.Profile, snap *framework.Snapsho
 		return res, framework.ErrNoNodesAvailable
 	}
 	state := framework.NewCycleState()
+	res.State = state
 	diag := framework.Diagnosis{NodeToStatus: map[string]*framework.Status{}}
 
 	pre, s, narrowing := p.RunPreFilter(ctx, state, pod, snap)

@@ -22,6 +22,9 @@ type Profile struct {
 	Filter    []FilterPlugin
 	PreScore  []PreScorePlugin
 	Score     []WeightedScorePlugin
+	// Reserve and PreBind run after a node is chosen; see binding.go.
+	Reserve []ReservePlugin
+	PreBind []PreBindPlugin
 
 	// PercentageOfNodesToScore bounds the search: once this share of the
 	// nodes is found feasible, filtering stops. 0 means upstream's adaptive

@@ -32,6 +32,8 @@ type Snapshot struct {
 	nominatedNode map[string]string     // pod key -> node name
 
 	workloads map[string]map[string]labels.Selector // namespace -> key -> selector
+
+	storage *storageObjects // claims, volumes and classes; see volumes.go
 }
 
 // NewSnapshot builds a snapshot from nodes, the pods on them (pods without

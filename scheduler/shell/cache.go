@@ -2,6 +2,7 @@ package shell
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/kubebus/kubebus/bus/informer"
@@ -44,6 +45,45 @@ func (s *Scheduler) addHandlers() {
 			s.withSnap(func() { s.snap.RemoveNamespace(ns.Name) })
 		},
 	})
+	s.addStorageHandlers()
+}
+
+// addStorageHandlers keeps the claims, volumes and classes VolumeBinding
+// reads in the snapshot. Any change may let a pod waiting on its volumes
+// fit (a claim created or bound, a volume created, a class added), so
+// each moves the unschedulable pods back.
+func (s *Scheduler) addStorageHandlers() {
+	if s.claims != nil {
+		setClaim := func(c *corev1.PersistentVolumeClaim) { s.storageChanged(func() { s.snap.SetClaim(c) }) }
+		s.claims.AddHandler(informer.HandlerFuncs[*corev1.PersistentVolumeClaim]{
+			AddFunc:    setClaim,
+			UpdateFunc: func(_, c *corev1.PersistentVolumeClaim) { setClaim(c) },
+			DeleteFunc: func(c *corev1.PersistentVolumeClaim) { s.withSnap(func() { s.snap.RemoveClaim(c.Namespace, c.Name) }) },
+		})
+	}
+	if s.volumes != nil {
+		setVolume := func(pv *corev1.PersistentVolume) { s.storageChanged(func() { s.snap.SetVolume(pv) }) }
+		s.volumes.AddHandler(informer.HandlerFuncs[*corev1.PersistentVolume]{
+			AddFunc:    setVolume,
+			UpdateFunc: func(_, pv *corev1.PersistentVolume) { setVolume(pv) },
+			DeleteFunc: func(pv *corev1.PersistentVolume) { s.withSnap(func() { s.snap.RemoveVolume(pv.Name) }) },
+		})
+	}
+	if s.classes != nil {
+		setClass := func(sc *storagev1.StorageClass) { s.storageChanged(func() { s.snap.SetStorageClass(sc) }) }
+		s.classes.AddHandler(informer.HandlerFuncs[*storagev1.StorageClass]{
+			AddFunc:    setClass,
+			UpdateFunc: func(_, sc *storagev1.StorageClass) { setClass(sc) },
+			DeleteFunc: func(sc *storagev1.StorageClass) { s.withSnap(func() { s.snap.RemoveStorageClass(sc.Name) }) },
+		})
+	}
+}
+
+// storageChanged applies a storage object's change to the snapshot and
+// moves the unschedulable pods back.
+func (s *Scheduler) storageChanged(apply func()) {
+	s.withSnap(apply)
+	s.queue.MoveAll()
 }
 
 // nodeChanged reports a change that may let a pod fit: labels, taints,

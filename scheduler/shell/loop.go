@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubebus/kubebus/internal/crash"
 	"github.com/kubebus/kubebus/scheduler/cycle"
@@ -96,6 +97,10 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) (binding b
 			assumed = pod.DeepCopy()
 			assumed.Spec.NodeName = res.Node
 			s.snap.AddPod(assumed)
+			if st := prof.RunReserve(ctx, res.State, pod, res.Node, s.snap); !st.IsSuccess() {
+				s.snap.RemovePod(assumed)
+				err = st.Err()
+			}
 		}
 	})
 	if wasAssumed {
@@ -109,7 +114,28 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp queue.Queued) (binding b
 		s.binds.Add(1)
 		go func() {
 			defer s.binds.Done()
-			defer func() { <-s.bindSlots }()
+			holding := true
+			defer func() {
+				if holding {
+					<-s.bindSlots
+				}
+			}()
+			if prof.WillPreBind(ctx, res.State, pod, res.Node) {
+				// Waiting for volumes may take long: the slot, which
+				// bounds the bindings in flight, is free meanwhile.
+				<-s.bindSlots
+				holding = false
+				if !s.preBind(ctx, qp, pod, assumed, prof, res.State) {
+					return
+				}
+				select {
+				case s.bindSlots <- struct{}{}:
+					holding = true
+				case <-ctx.Done():
+					s.unreserve(ctx, qp, pod, assumed, prof, res.State)
+					return
+				}
+			}
 			s.bindSafely(ctx, qp, pod, assumed)
 		}()
 		return true
@@ -143,6 +169,63 @@ func (s *Scheduler) bindSafely(ctx context.Context, qp queue.Queued, pod, assume
 		s.queue.MoveAll()
 		s.queue.Backoff(qp)
 	}
+}
+
+// preBind runs the profile's PreBind plugins (VolumeBinding waits there
+// for the pod's claims to be provisioned and bound) in the binding
+// goroutine, so the scheduling loop goes on meanwhile. It reports whether
+// the pod may be bound; on failure it unreserves, forgets the assumption,
+// records a FailedScheduling event and the pod backs off. A panic counts
+// as a failure.
+func (s *Scheduler) preBind(ctx context.Context, qp queue.Queued, pod, assumed *corev1.Pod, prof *framework.Profile, state *framework.CycleState) (ok bool) {
+	if len(prof.PreBind) == 0 {
+		return true
+	}
+	node := assumed.Spec.NodeName
+	var st *framework.Status
+	if err := crash.Do(s.log, "scheduler", "preBind", pod.Namespace+"/"+pod.Name, func() error {
+		st = prof.RunPreBind(ctx, state, pod, node, bindHandle{s})
+		return nil
+	}); err != nil {
+		st = framework.AsStatus(err)
+	}
+	if st.IsSuccess() {
+		return true
+	}
+	if ctx.Err() == nil {
+		s.log.Info("pre-binding failed", "pod", framework.PodKey(pod), "node", node, "err", st.Err())
+		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%v", st.Err())
+	}
+	s.unreserve(ctx, qp, pod, assumed, prof, state)
+	return false
+}
+
+// unreserve undoes a reservation whose binding will not happen: the
+// Reserve plugins' assumptions and the assumed pod go, and the pod backs
+// off.
+func (s *Scheduler) unreserve(ctx context.Context, qp queue.Queued, pod, assumed *corev1.Pod, prof *framework.Profile, state *framework.CycleState) {
+	s.withSnap(func() {
+		prof.RunUnreserve(ctx, state, pod, assumed.Spec.NodeName, s.snap)
+		s.snap.RemovePod(assumed)
+	})
+	s.queue.MoveAll()
+	s.queue.Backoff(qp)
+}
+
+// bindHandle is what PreBind plugins see of the scheduler.
+type bindHandle struct{ s *Scheduler }
+
+func (h bindHandle) Client() kubernetes.Interface { return h.s.client }
+
+func (h bindHandle) Claim(namespace, name string) (*corev1.PersistentVolumeClaim, bool) {
+	if h.s.claims == nil {
+		return nil, false
+	}
+	return h.s.claims.Get(namespace, name)
+}
+
+func (h bindHandle) Pod(namespace, name string) (*corev1.Pod, bool) {
+	return h.s.getPod(namespace, name)
 }
 
 // bind writes the Binding; on failure it forgets the assumption and

@@ -1,7 +1,10 @@
 // Package shell is the scheduler's I/O loop around the pure core: bus-fed
-// informers (nodes, pods, namespaces) keep one framework.Snapshot and the
-// queue of pending pods; while it holds the Lease kube-system/kube-scheduler
-// it pops pods, runs cycle.Schedule, assumes and binds through
+// informers (nodes, pods, namespaces, and the claims, volumes and storage
+// classes of volume binding) keep one framework.Snapshot and the queue of
+// pending pods; while it holds the Lease kube-system/kube-scheduler it pops
+// pods, runs cycle.Schedule, assumes and reserves, and in a binding
+// goroutine runs the PreBind plugins (VolumeBinding waits there, bounded,
+// for the pod's claims to be provisioned and bound) and binds through
 // pods/<name>/binding, records events, and carries out preemption. Both
 // `kubebus scheduler` and `kubebus server` run it.
 package shell
@@ -17,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -61,6 +65,10 @@ type Caches struct {
 	Nodes      *informer.Informer[*corev1.Node]
 	Pods       *informer.Informer[*corev1.Pod]
 	Namespaces *informer.Informer[*corev1.Namespace]
+	// The claims, volumes and classes VolumeBinding reads.
+	PersistentVolumeClaims *informer.Informer[*corev1.PersistentVolumeClaim]
+	PersistentVolumes      *informer.Informer[*corev1.PersistentVolume]
+	StorageClasses         *informer.Informer[*storagev1.StorageClass]
 }
 
 func (o *Options) validate() error {
@@ -149,7 +157,8 @@ func Run(ctx context.Context, o Options) error {
 	m := &controllers.Manager{Client: leaseClient, Lease: o.Lease, Logger: o.Logger}
 	if c := o.Caches; c != nil {
 		s.nodes, s.pods, s.namespaces = c.Nodes, c.Pods, c.Namespaces
-		for _, c := range []controllers.Cache{s.nodes, s.pods, s.namespaces} {
+		s.claims, s.volumes, s.classes = c.PersistentVolumeClaims, c.PersistentVolumes, c.StorageClasses
+		for _, c := range []controllers.Cache{s.nodes, s.pods, s.namespaces, s.claims, s.volumes, s.classes} {
 			m.AddCache(controllers.Borrowed{Synced: c})
 		}
 	} else {
@@ -162,9 +171,21 @@ func Run(ctx context.Context, o Options) error {
 		if s.namespaces, err = newInformer(js, o, "namespaces", func() *corev1.Namespace { return &corev1.Namespace{} }); err != nil {
 			return err
 		}
+		if s.claims, err = newInformer(js, o, "persistentvolumeclaims", func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }); err != nil {
+			return err
+		}
+		if s.volumes, err = newInformer(js, o, "persistentvolumes", func() *corev1.PersistentVolume { return &corev1.PersistentVolume{} }); err != nil {
+			return err
+		}
+		if s.classes, err = newGroupInformer(js, o, storagev1.GroupName, "storageclasses", func() *storagev1.StorageClass { return &storagev1.StorageClass{} }); err != nil {
+			return err
+		}
 		m.AddCache(s.nodes)
 		m.AddCache(s.pods)
 		m.AddCache(s.namespaces)
+		m.AddCache(s.claims)
+		m.AddCache(s.volumes)
+		m.AddCache(s.classes)
 	}
 	s.getPod = s.pods.Get
 	s.addHandlers()
@@ -182,9 +203,13 @@ func Run(ctx context.Context, o Options) error {
 }
 
 func newInformer[T runtime.Object](js jetstream.JetStream, o Options, resource string, newObj func() T) (*informer.Informer[T], error) {
+	return newGroupInformer(js, o, "", resource, newObj)
+}
+
+func newGroupInformer[T runtime.Object](js jetstream.JetStream, o Options, group, resource string, newObj func() T) (*informer.Informer[T], error) {
 	i, err := informer.New(informer.Config[T]{
 		JetStream: js, Component: Component, Instance: o.Instance,
-		Resource: resource, New: newObj, Logger: o.Logger,
+		Group: group, Resource: resource, New: newObj, Logger: o.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s informer: %w", resource, err)
@@ -204,6 +229,9 @@ type Scheduler struct {
 	nodes      *informer.Informer[*corev1.Node]
 	pods       *informer.Informer[*corev1.Pod]
 	namespaces *informer.Informer[*corev1.Namespace]
+	claims     *informer.Informer[*corev1.PersistentVolumeClaim]
+	volumes    *informer.Informer[*corev1.PersistentVolume]
+	classes    *informer.Informer[*storagev1.StorageClass]
 	// getPod reads the pods cache (s.pods.Get; tests give a map).
 	getPod func(namespace, name string) (*corev1.Pod, bool)
 

@@ -49,7 +49,8 @@ func schedulerCaches(c *cache.Informers) *shell.Caches {
 	if c == nil {
 		return nil
 	}
-	return &shell.Caches{Nodes: c.Nodes, Pods: c.Pods, Namespaces: c.Namespaces}
+	return &shell.Caches{Nodes: c.Nodes, Pods: c.Pods, Namespaces: c.Namespaces,
+		PersistentVolumeClaims: c.PersistentVolumeClaims, PersistentVolumes: c.PersistentVolumes, StorageClasses: c.StorageClasses}
 }
 
 // withProxyCaches makes the proxy read the shared informers, when there are.

@@ -60,6 +60,13 @@ func (m *Manager) mount(pod *corev1.Pod, vm corev1.VolumeMount, vars map[string]
 	if v.HostPath != nil {
 		base = v.HostPath.Path
 	}
+	if v.PersistentVolumeClaim != nil {
+		p, ok := m.claimPath(pod.UID, v.Name)
+		if !ok {
+			return runtime.Mount{}, errors.New("volume not set up: its claim was not resolved")
+		}
+		base = p
+	}
 	if _, err := os.Stat(base); err != nil {
 		return runtime.Mount{}, fmt.Errorf("volume not set up: %w", err)
 	}
@@ -73,7 +80,8 @@ func (m *Manager) mount(pod *corev1.Pod, vm corev1.VolumeMount, vars map[string]
 			return runtime.Mount{}, err
 		}
 	}
-	readOnly := vm.ReadOnly || v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+	claimRO := v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly
+	readOnly := vm.ReadOnly || claimRO || v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
 	return runtime.Mount{HostPath: path, ContainerPath: vm.MountPath, ReadOnly: readOnly}, nil
 }
 

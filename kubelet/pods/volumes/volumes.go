@@ -2,7 +2,9 @@
 // node's disk under a root directory (/var/lib/kubelet on a real node):
 // <root>/pods/<uid>/volumes/<kind>/<name> for emptyDir, configMap,
 // secret, downwardAPI and projected volumes, and the node's own paths for
-// hostPath volumes. It returns the bind mounts of each container.
+// hostPath volumes, and the path of the PersistentVolume (hostPath or
+// local) bound to a persistentVolumeClaim volume's claim. It returns the
+// bind mounts of each container.
 //
 // Limits, compared with upstream: emptyDir with medium Memory is a plain
 // directory (no tmpfs), secrets are written to disk (no tmpfs), sizeLimit
@@ -19,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,6 +65,9 @@ type Config struct {
 	// Tokens issues service account tokens; without it projected
 	// serviceAccountToken sources fail.
 	Tokens TokenSource
+	// Claims reads PersistentVolumeClaims and their PersistentVolumes;
+	// without it persistentVolumeClaim volumes fail.
+	Claims ClaimGetter
 	// NodeAllocatable stands in for the limits a container does not set
 	// in downward API resourceFieldRef items.
 	NodeAllocatable corev1.ResourceList
@@ -83,6 +89,9 @@ func (c *Config) validate() error {
 // pods may run concurrently; calls for one pod must not.
 type Manager struct {
 	cfg Config
+
+	mu     sync.Mutex
+	claims map[types.UID]map[string]claimMount // pod -> volume -> where
 }
 
 // New returns a Manager.
@@ -90,7 +99,7 @@ func New(cfg Config) (*Manager, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Manager{cfg: cfg}, nil
+	return &Manager{cfg: cfg, claims: map[types.UID]map[string]claimMount{}}, nil
 }
 
 // validName reports whether s can be one path element.
@@ -112,7 +121,7 @@ func (m *Manager) VolumeDir(uid types.UID, kind, name string) string {
 // a volume type this kubelet does not support.
 func kindOf(v *corev1.Volume) (string, error) {
 	switch {
-	case v.HostPath != nil:
+	case v.HostPath != nil, v.PersistentVolumeClaim != nil:
 		return "", nil
 	case v.EmptyDir != nil:
 		return KindEmptyDir, nil
@@ -160,6 +169,12 @@ func (m *Manager) setup(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	switch {
 	case v.HostPath != nil:
 		err = checkHostPath(v.HostPath)
+	case v.PersistentVolumeClaim != nil:
+		// SetupClaims resolves the claim (once per sandbox); a kubelet
+		// restarted since then does it again here.
+		if _, ok := m.claimPath(pod.UID, v.Name); !ok {
+			return m.setupClaim(ctx, pod, v)
+		}
 	case v.EmptyDir != nil:
 		// medium Memory would be a tmpfs upstream; a plain directory here.
 		if err = os.MkdirAll(dir, 0o777); err == nil {
@@ -332,6 +347,7 @@ func (m *Manager) Cleanup(uid types.UID) error {
 	if !validName(string(uid)) {
 		return fmt.Errorf("volumes: invalid pod UID %q", uid)
 	}
+	m.forgetClaims(uid)
 	if err := os.RemoveAll(m.PodDir(uid)); err != nil {
 		return fmt.Errorf("removing volumes of pod %s: %w", uid, err)
 	}

@@ -244,7 +244,7 @@ func TestProjectionItemsModesOptional(t *testing.T) {
 		},
 		{
 			name:    "unsupported volume type",
-			vol:     corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}},
+			vol:     corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs", Path: "/x"}},
 			wantErr: "unsupported volume type",
 		},
 	}
