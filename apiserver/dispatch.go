@@ -237,6 +237,10 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri RequestInfo
 		if ri.Verb == "create" {
 			return s.bind(w, r, ri, res)
 		}
+	case resource.Eviction:
+		if ri.Verb == "create" && res.GVK == corev1.SchemeGroupVersion.WithKind("Pod") {
+			return s.evict(w, r, ri, res)
+		}
 	case resource.Token:
 		if ri.Verb == "create" {
 			return s.tokenRequest(w, r, ri, res)

@@ -29,7 +29,7 @@ func Builtin() []*Resource {
 				return fields.Set{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
 			}},
 		{GVK: core("Pod"), Plural: "pods", Singular: "pod", Namespaced: true, ShortNames: []string{"po"}, Categories: []string{"all"},
-			Subresources: []Subresource{Status, Binding, Log, Exec, Attach, PortForward},
+			Subresources: []Subresource{Status, Binding, Eviction, Log, Exec, Attach, PortForward},
 			New:          func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
 			PrepareForCreate: func(o runtime.Object) {
 				p := o.(*corev1.Pod)
