@@ -38,3 +38,32 @@ if ! command -v kubectl >/dev/null; then
   ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$v -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=37"
   (cd "$here/kubectl" && CGO_ENABLED=0 go build -ldflags "$ld" -o "$here/../bin/kubectl" .)
 fi
+
+# Helm for the chart tests (test/e2e/helm_test.go, test/helm/): Helm 3 as
+# helm and Helm 4 as helm4. Either one on PATH is used as it is; otherwise it is
+# built from its pinned module (hack/helm, hack/helm4) into bin/, and rebuilt
+# only when bin/ holds another version. The go build cache keeps a rebuild to
+# the link step (a cold build of both takes a few minutes on 2 cores).
+hack=$(cd "$(dirname "$0")" && pwd)
+helm_version() { "$1" version --template '{{.Version}}' 2>/dev/null || true; }
+build_helm() { # build_helm MODULE_DIR TOOL_PACKAGE OUTPUT VERSION LDFLAGS
+  echo "install-deps: building Helm $4 from $2 into $3"
+  (cd "$hack/$1" && CGO_ENABLED=0 go build -ldflags "-s -w $5" -o "$3" "$2")
+}
+
+v=v3.22.0 # the helm.sh/helm/v3 module version in hack/helm/go.mod
+out=$hack/../bin/helm
+if ! { command -v helm >/dev/null && [[ $(helm_version helm) == v3.* ]]; } && [ "$(helm_version "$out")" != "$v" ]; then
+  # chartutil's and lint's default Kubernetes version: the client-go minor, as Helm's Makefile sets it.
+  p=helm.sh/helm/v3
+  build_helm helm $p/cmd/helm "$out" $v "-X $p/internal/version.version=$v \
+    -X $p/pkg/chartutil.k8sVersionMajor=1 -X $p/pkg/chartutil.k8sVersionMinor=37 \
+    -X $p/pkg/lint/rules.k8sVersionMajor=1 -X $p/pkg/lint/rules.k8sVersionMinor=37"
+fi
+
+v=v4.3.1 # the helm.sh/helm/v4 module version in hack/helm4/go.mod
+out=$hack/../bin/helm4
+if ! { command -v helm4 >/dev/null || { command -v helm >/dev/null && [[ $(helm_version helm) == v4.* ]]; }; } &&
+  [ "$(helm_version "$out")" != "$v" ]; then
+  build_helm helm4 helm.sh/helm/v4/cmd/helm "$out" $v "-X helm.sh/helm/v4/internal/version.version=$v"
+fi
