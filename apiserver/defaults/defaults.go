@@ -2,10 +2,13 @@ package defaults
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -23,6 +26,16 @@ func Default(obj runtime.Object) {
 		defaultDeployment(o)
 	case *appsv1.ReplicaSet:
 		defaultReplicaSet(o)
+	case *appsv1.DaemonSet:
+		defaultDaemonSet(o)
+	case *batchv1.Job:
+		defaultJob(o)
+	case *batchv1.CronJob:
+		defaultCronJob(o)
+	case *appsv1.StatefulSet:
+		defaultStatefulSet(o)
+	case *policyv1.PodDisruptionBudget:
+		defaultPodDisruptionBudget(o)
 	case *corev1.Service:
 		defaultService(o)
 	case *corev1.Endpoints:
@@ -37,6 +50,12 @@ func Default(obj runtime.Object) {
 		defaultSubjects(o.Subjects)
 	case *rbacv1.ClusterRoleBinding:
 		defaultSubjects(o.Subjects)
+	case *corev1.PersistentVolume:
+		defaultPersistentVolume(o)
+	case *corev1.PersistentVolumeClaim:
+		defaultPersistentVolumeClaim(o)
+	case *storagev1.StorageClass:
+		defaultStorageClass(o)
 	case *schedulingv1.PriorityClass:
 		if o.PreemptionPolicy == nil {
 			o.PreemptionPolicy = new(corev1.PreemptLowerPriority)

@@ -45,10 +45,28 @@ func For(gk schema.GroupKind) Printer {
 		return Printer{Columns: deploymentColumns(), Cells: cellsOf(deploymentCells)}
 	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
 		return Printer{Columns: replicaSetColumns(), Cells: cellsOf(replicaSetCells)}
+	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
+		return Printer{Columns: statefulSetColumns(), Cells: cellsOf(statefulSetCells)}
+	case schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}:
+		return Printer{Columns: controllerRevisionColumns(), Cells: cellsOf(controllerRevisionCells)}
+	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
+		return Printer{Columns: daemonSetColumns(), Cells: cellsOf(daemonSetCells)}
+	case schema.GroupKind{Group: "batch", Kind: "Job"}:
+		return Printer{Columns: jobColumns(), Cells: cellsOf(jobCells)}
+	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
+		return Printer{Columns: cronJobColumns(), Cells: cellsOf(cronJobCells)}
+	case schema.GroupKind{Group: "policy", Kind: "PodDisruptionBudget"}:
+		return Printer{Columns: podDisruptionBudgetColumns(), Cells: cellsOf(podDisruptionBudgetCells)}
 	case schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}:
 		return Printer{Columns: leaseColumns(), Cells: cellsOf(leaseCells)}
 	case schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:
 		return Printer{Columns: endpointSliceColumns(), Cells: cellsOf(endpointSliceCells)}
+	case schema.GroupKind{Kind: "PersistentVolume"}:
+		return Printer{Columns: persistentVolumeColumns(), Cells: cellsOf(persistentVolumeCells)}
+	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
+		return Printer{Columns: persistentVolumeClaimColumns(), Cells: cellsOf(persistentVolumeClaimCells)}
+	case schema.GroupKind{Group: "storage.k8s.io", Kind: "StorageClass"}:
+		return Printer{Columns: storageClassColumns(), Cells: cellsOf(storageClassCells)}
 	case schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:
 		return Printer{Columns: priorityClassColumns(), Cells: cellsOf(priorityClassCells)}
 	}

@@ -108,7 +108,8 @@ func TestForColumns(t *testing.T) {
 			"NAME ADDRESSTYPE PORTS ENDPOINTS AGE", "NAME ADDRESSTYPE PORTS ENDPOINTS AGE"},
 		{schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"},
 			"NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY", "NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY"},
-		{schema.GroupKind{Group: "batch", Kind: "Job"}, "NAME AGE", "NAME AGE"},
+		{schema.GroupKind{Group: "batch", Kind: "Job"},
+			"NAME STATUS COMPLETIONS DURATION AGE", "NAME STATUS COMPLETIONS DURATION AGE CONTAINERS IMAGES SELECTOR"},
 		// A kind is matched with its group: a Pod of another group is unknown.
 		{schema.GroupKind{Group: "example.com", Kind: "Pod"}, "NAME AGE", "NAME AGE"},
 	}
@@ -149,7 +150,7 @@ func TestForColumns(t *testing.T) {
 
 func TestDefaultPrinter(t *testing.T) {
 	t.Parallel()
-	gk := schema.GroupKind{Group: "batch", Kind: "Job"}
+	gk := schema.GroupKind{Group: "example.com", Kind: "Widget"}
 	tests := []struct {
 		name string
 		obj  runtime.Object
@@ -160,7 +161,7 @@ func TestDefaultPrinter(t *testing.T) {
 		{"no creation time", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "job-b"}},
 			[]interface{}{"job-b", "<unknown>"}},
 		{"unstructured", &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": "batch/v1", "kind": "Job",
+			"apiVersion": "example.com/v1", "kind": "Widget",
 			"metadata": map[string]interface{}{"name": "job-c", "creationTimestamp": now.Add(-50 * time.Hour).Format(time.RFC3339)},
 		}}, []interface{}{"job-c", "2d2h"}},
 	}

@@ -80,7 +80,8 @@ func workloadControllerRules() []rbacv1.PolicyRule {
 		// protection controllers.
 		newRule("get", "list", "watch", "create", "update", "patch", "delete").groups(legacyGroup).resources("persistentvolumes").rule(),
 		newRule("update", "patch").groups(legacyGroup).resources("persistentvolumes/status", "persistentvolumeclaims/status").rule(),
-		newRule(read...).groups(storageGroup).resources("storageclasses").rule(),
+		// create: the local-path provisioner ensures its default class.
+		newRule("get", "list", "watch", "create").groups(storageGroup).resources("storageclasses").rule(),
 		// The disruption controller keeps budgets' status.
 		newRule(read...).groups(policyGroup).resources("poddisruptionbudgets").rule(),
 		newRule("update").groups(policyGroup).resources("poddisruptionbudgets/status").rule(),

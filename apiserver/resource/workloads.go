@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubebus/kubebus/apiserver/defaults"
 )
 
 // workloadRows are the workload kinds besides Deployments and
@@ -40,7 +42,10 @@ func workloadRows() []*Resource {
 		{GVK: batch("Job"), Plural: "jobs", Singular: "job", Namespaced: true,
 			Categories: []string{"all"}, Subresources: []Subresource{Status}, HasGeneration: true,
 			New: func() runtime.Object { return &batchv1.Job{} }, NewList: func() runtime.Object { return &batchv1.JobList{} },
-			PrepareForCreate: func(o runtime.Object) { o.(*batchv1.Job).Status = batchv1.JobStatus{} },
+			PrepareForCreate: func(o runtime.Object) {
+				o.(*batchv1.Job).Status = batchv1.JobStatus{}
+				defaults.GenerateJobSelector(o.(*batchv1.Job))
+			},
 			Fields: func(o runtime.Object) fields.Set {
 				return fields.Set{"status.successful": strconv.Itoa(int(o.(*batchv1.Job).Status.Succeeded))}
 			}},
@@ -51,7 +56,9 @@ func workloadRows() []*Resource {
 		{GVK: policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", Namespaced: true,
 			ShortNames: []string{"pdb"}, Subresources: []Subresource{Status}, HasGeneration: true,
 			New: func() runtime.Object { return &policyv1.PodDisruptionBudget{} }, NewList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
-			PrepareForCreate: func(o runtime.Object) { o.(*policyv1.PodDisruptionBudget).Status = policyv1.PodDisruptionBudgetStatus{} }},
+			PrepareForCreate: func(o runtime.Object) {
+				o.(*policyv1.PodDisruptionBudget).Status = policyv1.PodDisruptionBudgetStatus{}
+			}},
 	}
 }
 

@@ -5,12 +5,15 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +32,24 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		return validateDeployment(o)
 	case *appsv1.ReplicaSet:
 		return validateReplicaSet(o)
+	case *appsv1.DaemonSet:
+		return validateDaemonSet(o)
+	case *batchv1.CronJob:
+		return validateCronJob(o)
+	case *batchv1.Job:
+		return validateJob(o)
+	case *appsv1.StatefulSet:
+		return validateStatefulSet(o)
+	case *appsv1.ControllerRevision:
+		return validateControllerRevision(o)
+	case *policyv1.PodDisruptionBudget:
+		return validatePodDisruptionBudget(o)
+	case *corev1.PersistentVolume:
+		return validatePersistentVolume(o)
+	case *corev1.PersistentVolumeClaim:
+		return validatePersistentVolumeClaim(o)
+	case *storagev1.StorageClass:
+		return validateStorageClass(o)
 	case *corev1.Service:
 		return validateService(o)
 	case *corev1.Endpoints:
@@ -84,6 +105,24 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		errs = update(o, old, validateDeploymentUpdate)
 	case *appsv1.ReplicaSet:
 		errs = update(o, old, validateReplicaSetUpdate)
+	case *appsv1.DaemonSet:
+		errs = update(o, old, validateDaemonSetUpdate)
+	case *batchv1.CronJob:
+		errs = update(o, old, validateCronJobUpdate)
+	case *batchv1.Job:
+		errs = update(o, old, validateJobUpdate)
+	case *appsv1.StatefulSet:
+		errs = update(o, old, validateStatefulSetUpdate)
+	case *appsv1.ControllerRevision:
+		errs = update(o, old, validateControllerRevisionUpdate)
+	case *policyv1.PodDisruptionBudget:
+		errs = update(o, old, validatePodDisruptionBudgetUpdate)
+	case *corev1.PersistentVolume:
+		errs = update(o, old, validatePersistentVolumeUpdate)
+	case *corev1.PersistentVolumeClaim:
+		errs = update(o, old, validatePersistentVolumeClaimUpdate)
+	case *storagev1.StorageClass:
+		errs = update(o, old, validateStorageClassUpdate)
 	case *corev1.Service:
 		errs = update(o, old, validateServiceUpdate)
 	case *corev1.Endpoints:

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -122,7 +121,7 @@ func TestMetadata(t *testing.T) {
 			}},
 			[]want{invalid("metadata.finalizers[3]")},
 		},
-		{"unknown kinds are accepted", &appsv1.StatefulSet{}, nil},
+		{"unknown kinds are accepted", &corev1.ComponentStatus{}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,6 +60,14 @@ type Tuning struct {
 	// namespace (default: the CA the controller-manager's API client
 	// trusts).
 	RootCAFile string
+	// LocalPathRoot is the directory on the nodes under which the
+	// local-path provisioner makes volumes (default
+	// /var/lib/kubebus/storage).
+	LocalPathRoot string
+	// CronJobClockSpeed, for tests only, runs the CronJob controller's
+	// clock that many times faster than real time from its start (0 or 1:
+	// real time).
+	CronJobClockSpeed float64
 }
 
 // Deps is what a controller constructor gets.

@@ -17,10 +17,14 @@ import (
 	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/certificates"
 	"github.com/kubebus/kubebus/controllers/clusterroleaggregation"
+	"github.com/kubebus/kubebus/controllers/cronjob"
+	"github.com/kubebus/kubebus/controllers/daemonset"
 	"github.com/kubebus/kubebus/controllers/deployment"
+	"github.com/kubebus/kubebus/controllers/disruption"
 	"github.com/kubebus/kubebus/controllers/endpoints"
 	"github.com/kubebus/kubebus/controllers/endpointslice"
 	"github.com/kubebus/kubebus/controllers/garbagecollector"
+	"github.com/kubebus/kubebus/controllers/job"
 	"github.com/kubebus/kubebus/controllers/namespace"
 	"github.com/kubebus/kubebus/controllers/nodeipam"
 	"github.com/kubebus/kubebus/controllers/nodelifecycle"
@@ -28,6 +32,11 @@ import (
 	"github.com/kubebus/kubebus/controllers/resourcequota"
 	"github.com/kubebus/kubebus/controllers/rootcacert"
 	"github.com/kubebus/kubebus/controllers/serviceaccount"
+	"github.com/kubebus/kubebus/controllers/statefulset"
+	"github.com/kubebus/kubebus/controllers/ttlafterfinished"
+	"github.com/kubebus/kubebus/controllers/volume/binder"
+	"github.com/kubebus/kubebus/controllers/volume/localpath"
+	"github.com/kubebus/kubebus/controllers/volume/protection"
 )
 
 // registry is the table of controllers the controller-manager knows, in
@@ -71,6 +80,39 @@ func registry() []entry {
 				return nil, err
 			}
 			return c, nil
+		}},
+		{name: statefulset.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return statefulset.New(statefulset.Config{Client: d.Client, StatefulSets: d.Caches.StatefulSets, Pods: d.Caches.Pods,
+				ControllerRevisions: d.Caches.ControllerRevisions, PersistentVolumeClaims: d.Caches.PersistentVolumeClaims,
+				Recorder: d.Recorder("statefulset-controller"), Logger: d.Logger})
+		}},
+		{name: daemonset.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return daemonset.New(daemonset.Config{Client: d.Client, DaemonSets: d.Caches.DaemonSets, Nodes: d.Caches.Nodes, Pods: d.Caches.Pods,
+				Revisions: d.Caches.ControllerRevisions, Recorder: d.Recorder("daemonset-controller"), Logger: d.Logger})
+		}},
+		{name: job.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return job.New(job.Config{Client: d.Client, Jobs: d.Caches.Jobs, Pods: d.Caches.Pods, Recorder: d.Recorder("job-controller"), Logger: d.Logger})
+		}},
+		{name: ttlafterfinished.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return ttlafterfinished.New(ttlafterfinished.Config{Client: d.Client, Jobs: d.Caches.Jobs, Logger: d.Logger})
+		}},
+		{name: cronjob.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return cronjob.New(cronjob.Config{Client: d.Client, CronJobs: d.Caches.CronJobs, Jobs: d.Caches.Jobs,
+				Clock: cronjob.ClockWithSpeed(d.Tuning.CronJobClockSpeed), Recorder: d.Recorder("cronjob-controller"), Logger: d.Logger})
+		}},
+		{name: binder.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return binder.New(binder.Config{Client: d.Client, Volumes: d.Caches.PersistentVolumes, Claims: d.Caches.PersistentVolumeClaims,
+				Classes: d.Caches.StorageClasses, Nodes: d.Caches.Nodes, Recorder: d.Recorder("persistentvolume-controller"), Logger: d.Logger})
+		}},
+		{name: localpath.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return localpath.New(localpath.Config{Client: d.Client, Claims: d.Caches.PersistentVolumeClaims, Volumes: d.Caches.PersistentVolumes,
+				Classes: d.Caches.StorageClasses, Root: d.Tuning.LocalPathRoot, Recorder: d.Recorder(localpath.Provisioner), Logger: d.Logger})
+		}},
+		{name: protection.ClaimsName, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return protection.NewClaims(protection.Config{Client: d.Client, Claims: d.Caches.PersistentVolumeClaims, Pods: d.Caches.Pods, Logger: d.Logger})
+		}},
+		{name: protection.VolumesName, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return protection.NewVolumes(protection.Config{Client: d.Client, Volumes: d.Caches.PersistentVolumes, Logger: d.Logger})
 		}},
 		{name: "nodelifecycle", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
 			c, err := nodelifecycle.New(nodelifecycle.Config{Client: d.Client, Nodes: d.Caches.Nodes, Leases: d.Caches.NodeLeases, Pods: d.Caches.Pods,
@@ -163,6 +205,11 @@ func registry() []entry {
 			return resourcequota.New(resourcequota.Config{Client: d.Client, Quotas: d.Caches.ResourceQuotas,
 				Pods: d.Caches.Pods, Services: d.Caches.Services, Objects: objects,
 				Options: controllers.Options{Logger: d.Logger}})
+		}},
+		{name: disruption.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
+			return disruption.New(disruption.Config{Client: d.Client, PodDisruptionBudgets: d.Caches.PodDisruptionBudgets, Pods: d.Caches.Pods,
+				ReplicaSets: d.Caches.ReplicaSets, Deployments: d.Caches.Deployments, StatefulSets: d.Caches.StatefulSets,
+				Recorder: d.Recorder("disruption-controller"), Options: controllers.Options{Logger: d.Logger}})
 		}},
 		{name: certificates.ApproverName, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
 			return certificates.NewApprover(certificates.ApproverConfig{Client: d.Client, CSRs: d.Caches.CertificateSigningRequests,

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubebus/kubebus/test/harness"
@@ -79,7 +80,7 @@ func TestIntegrationWorkloadKindsEverywhere(t *testing.T) {
 	if _, err := cs.AppsV1().ControllerRevisions(ns).Create(ctx, &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: "kinds-sts-manual", OwnerReferences: []metav1.OwnerReference{
 			*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
-		Revision: 99,
+		Revision: 99, Data: runtime.RawExtension{Raw: []byte(`{"spec":{"template":{"$patch":"replace"}}}`)},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -60,4 +60,7 @@ func addControllerManagerFlags(f *pflag.FlagSet, o *kcm.Options) {
 	f.StringVar(&o.Tuning.ClusterSigningKeyFile, "cluster-signing-key-file", "", "PEM private key of --cluster-signing-cert-file; the controller-manager is the only component that needs it")
 	f.DurationVar(&o.Tuning.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate csrsigning issues; a CSR's spec.expirationSeconds may ask for less")
 	f.StringVar(&o.Tuning.RootCAFile, "root-ca-file", "", "CA bundle published as ConfigMap kube-root-ca.crt in every namespace (default: the CA in --kubeconfig)")
+	f.StringVar(&o.Tuning.LocalPathRoot, "local-path-root", "", "directory on the nodes under which the local-path provisioner makes volumes (default /var/lib/kubebus/storage; `kubebus server`: <data-dir>/storage)")
+	f.Float64Var(&o.Tuning.CronJobClockSpeed, "cronjob-clock-speed", 1, "TESTING ONLY: run the CronJob controller's clock this many times faster than real time from its start, so schedules come due sooner (60: a minute a second); the times it writes are then in the future")
+	_ = f.MarkHidden("cronjob-clock-speed")
 }

@@ -365,6 +365,10 @@ func runControllerManager(ctx context.Context, log *slog.Logger, pkiDir string, 
 		// only component that reads the CA key.
 		o.Tuning.ClusterSigningCertFile, o.Tuning.ClusterSigningKeyFile = filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "ca.key")
 	}
+	if o.Tuning.LocalPathRoot == "" {
+		// The local node shares the host: its volumes go in the data dir.
+		o.Tuning.LocalPathRoot = filepath.Join(filepath.Dir(pkiDir), "storage")
+	}
 	o.NATS = creds
 	o.REST, o.NATSURL, o.Logger, o.Caches = cfg, natsURL, log.With("component", "controller-manager"), shared
 	return kcm.Run(ctx, o)
