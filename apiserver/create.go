@@ -120,7 +120,6 @@ func (s *Server) createObject(ctx context.Context, res *resource.Resource, obj r
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetManagedFields(nil)
-	recordManager(ctx, res, obj, nil, "")
 	m.SetSelfLink("")
 	m.SetGeneration(0)
 	if res.HasGeneration {
@@ -135,6 +134,7 @@ func (s *Server) createObject(ctx context.Context, res *resource.Resource, obj r
 	if res.PrepareForCreateBy != nil {
 		res.PrepareForCreateBy(obj, auth.UserFrom(ctx))
 	}
+	s.recordManager(ctx, res, obj, nil, "")
 	if err := s.admit(ctx, res, auth.Create, obj, nil, "", isDryRun); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,34 +37,71 @@ func withManager(ctx context.Context, m string) context.Context {
 	return context.WithValue(ctx, managerKey{}, m)
 }
 
-// recordManager notes in metadata.managedFields that the request's manager
-// wrote obj now (one entry per manager, operation and subresource). Field
-// sets are not tracked; the entries say who last wrote and when, which is
-// what `kubebus tap` shows as WHO.
-func recordManager(ctx context.Context, res *resource.Resource, obj, old runtime.Object, sub string) {
+// appliedKey carries an *appliedFields through a server-side apply.
+type appliedKey struct{}
+
+// appliedFields are the managedFields an apply computed: the write that
+// stores the applied object records them instead of tracking an update.
+type appliedFields struct {
+	manager string
+	entries []metav1.ManagedFieldsEntry
+}
+
+func withApplied(ctx context.Context, a *appliedFields) context.Context {
+	return context.WithValue(ctx, appliedKey{}, a)
+}
+
+// recordManager records in metadata.managedFields the fields the
+// request's manager set: the entries a server-side apply computed, else
+// upstream's field manager's account of the change from old (nil on
+// create) to obj, as an Update by the manager. The writer's entry is
+// listed last, so that `kubebus tap` and `kubebus why`, which name the
+// newest entry's manager (the last listed when times tie), name it.
+func (s *Server) recordManager(ctx context.Context, res *resource.Resource, obj, old runtime.Object, sub string) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
+		return
+	}
+	if a, ok := ctx.Value(appliedKey{}).(*appliedFields); ok && a != nil {
+		m.SetManagedFields(a.entries)
+		lastWriter(m, a.manager, metav1.ManagedFieldsOperationApply, sub)
 		return
 	}
 	manager, _ := ctx.Value(managerKey{}).(string)
 	if manager == "" {
 		return
 	}
-	var entries []metav1.ManagedFieldsEntry
-	if old != nil {
-		if om, err := meta.Accessor(old); err == nil {
-			entries = om.GetManagedFields()
+	fm := s.fields.For(res, resource.Subresource(sub))
+	if fm == nil {
+		return
+	}
+	if old == nil {
+		old = res.New()
+	}
+	setTypeMeta(res, old)
+	setTypeMeta(res, obj)
+	if out := fm.UpdateNoErrors(old, obj, manager); out != obj {
+		if om, err := meta.Accessor(out); err == nil {
+			m.SetManagedFields(om.GetManagedFields())
 		}
 	}
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	entry := metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
-		APIVersion: res.GVK.GroupVersion().String(), Time: &now, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")}, Subresource: sub}
-	out := make([]metav1.ManagedFieldsEntry, 0, len(entries)+1)
-	for _, e := range entries {
-		if e.Manager == manager && e.Operation == entry.Operation && e.Subresource == sub {
-			continue
+	lastWriter(m, manager, metav1.ManagedFieldsOperationUpdate, sub)
+}
+
+// lastWriter moves the entry of manager, op and sub to the end of the
+// object's managedFields (upstream sorts entries by operation, time and
+// manager name; the order carries no meaning to the field manager).
+func lastWriter(m metav1.Object, manager string, op metav1.ManagedFieldsOperationType, sub string) {
+	entries := m.GetManagedFields()
+	for i, e := range entries {
+		if e.Manager == manager && e.Operation == op && e.Subresource == sub {
+			if i == len(entries)-1 {
+				return
+			}
+			out := make([]metav1.ManagedFieldsEntry, 0, len(entries))
+			out = append(append(out, entries[:i]...), entries[i+1:]...)
+			m.SetManagedFields(append(out, e))
+			return
 		}
-		out = append(out, e)
 	}
-	m.SetManagedFields(append(out, entry))
 }

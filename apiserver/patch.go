@@ -60,13 +60,10 @@ func parsePatch(r *http.Request) (patchRequest, error) {
 	}
 	pt := types.PatchType(mt)
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		return patchRequest{}, statusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
-			"server-side apply is not supported yet; use client-side `kubectl apply` (the default)")
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
 	default:
 		return patchRequest{}, statusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
-			fmt.Sprintf("the patch content type %q is not one of application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json", ct))
+			fmt.Sprintf("the patch content type %q is not one of application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml", ct))
 	}
 	body, err := readBody(r)
 	if err != nil {
@@ -124,6 +121,10 @@ func applyPatch(pr patchRequest, current []byte, schemaObj any) ([]byte, error) 
 			return nil, apierrors.NewBadRequest("the patch is not valid JSON")
 		}
 		out, err = jsonpatch.MergePatch(current, pr.body)
+	default:
+		// Server-side apply is served by apply; scale does not take it.
+		return nil, statusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+			fmt.Sprintf("the patch content type %q is not supported here", pr.typ))
 	case types.StrategicMergePatchType:
 		var patchMap map[string]any
 		if err = json.Unmarshal(pr.body, &patchMap); err != nil {
@@ -167,6 +168,9 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 	pr, err := parsePatch(r)
 	if err != nil {
 		return err
+	}
+	if pr.typ == types.ApplyYAMLPatchType {
+		return s.apply(w, r, ri, res, sub, pr, isDryRun, out)
 	}
 	var warnings []string
 	result, err := s.guaranteedUpdate(r.Context(), res, ri.Namespace, ri.Name, string(sub), isDryRun, func(cur runtime.Object) (runtime.Object, error) {

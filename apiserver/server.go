@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
+	"github.com/kubebus/kubebus/apiserver/fieldmanager"
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
 )
@@ -160,6 +161,7 @@ type Server struct {
 	watches  *watchLimit
 	handler  http.Handler
 	kubelet  *http.Client // nil without Config.KubeletTLS
+	fields   *fieldmanager.Managers
 
 	hubsMu     sync.Mutex
 	hubs       map[*resource.Resource]*hub
@@ -188,6 +190,11 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.byGVR[gvr] = res
 	}
+	fields, err := fieldmanager.New(cfg.Resources)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	s.fields = fields
 	s.handler = s.routes()
 	return s, nil
 }

@@ -129,7 +129,7 @@ func (s *Server) tryUpdate(ctx context.Context, res *resource.Resource, key, nam
 	}
 	if !bytes.Equal(data, kv.Value) {
 		// A real change: record who made it and encode again.
-		recordManager(ctx, res, desired, cur, sub)
+		s.recordManager(ctx, res, desired, cur, sub)
 		if data, err = encodeForStorage(res, desired); err != nil {
 			return updateResult{}, err
 		}
@@ -227,7 +227,11 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 	nm.SetDeletionTimestamp(om.GetDeletionTimestamp())
 	nm.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	nm.SetGeneration(om.GetGeneration())
-	nm.SetManagedFields(om.GetManagedFields())
+	if nm.GetManagedFields() == nil {
+		// Left out: kept. Sent: the field manager takes them as upstream's
+		// does (an empty list resets them).
+		nm.SetManagedFields(om.GetManagedFields())
+	}
 	nm.SetSelfLink("")
 	if om.GetDeletionTimestamp() != nil && len(nm.GetFinalizers()) > len(om.GetFinalizers()) {
 		for _, f := range nm.GetFinalizers() {
