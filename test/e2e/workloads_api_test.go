@@ -78,7 +78,9 @@ func TestIntegrationWorkloadKindsEverywhere(t *testing.T) {
 	}
 	// A ControllerRevision the StatefulSet owns.
 	if _, err := cs.AppsV1().ControllerRevisions(ns).Create(ctx, &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: "kinds-sts-manual", OwnerReferences: []metav1.OwnerReference{
+		// Labelled as the set's selector: the controller releases owned
+		// revisions that do not match it, as upstream.
+		ObjectMeta: metav1.ObjectMeta{Name: "kinds-sts-manual", Labels: labels, OwnerReferences: []metav1.OwnerReference{
 			*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
 		Revision: 99, Data: runtime.RawExtension{Raw: []byte(`{"spec":{"template":{"$patch":"replace"}}}`)},
 	}, metav1.CreateOptions{}); err != nil {
