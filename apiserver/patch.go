@@ -121,10 +121,6 @@ func applyPatch(pr patchRequest, current []byte, schemaObj any) ([]byte, error) 
 			return nil, apierrors.NewBadRequest("the patch is not valid JSON")
 		}
 		out, err = jsonpatch.MergePatch(current, pr.body)
-	default:
-		// Server-side apply is served by apply; scale does not take it.
-		return nil, statusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
-			fmt.Sprintf("the patch content type %q is not supported here", pr.typ))
 	case types.StrategicMergePatchType:
 		var patchMap map[string]any
 		if err = json.Unmarshal(pr.body, &patchMap); err != nil {
@@ -140,6 +136,10 @@ func applyPatch(pr patchRequest, current []byte, schemaObj any) ([]byte, error) 
 				}
 			}
 		}
+	default:
+		// Server-side apply is served by apply; scale does not take it.
+		return nil, statusError(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+			fmt.Sprintf("the patch content type %q is not supported here", pr.typ))
 	}
 	if err != nil {
 		var se apierrors.APIStatus

@@ -194,7 +194,7 @@ func TestForbidOnePerMinute(t *testing.T) {
 	// Three minutes: each Job finishes within its minute.
 	var want []string
 	for i := 1; i <= 3; i++ {
-		wait = h.advance(wait)
+		h.advance(wait)
 		name := JobName(h.cronJob(), created.Truncate(time.Minute).Add(time.Duration(i)*time.Minute))
 		want = append(want, name)
 		if got := h.w.jobNames(); !slices.Equal(got, want) {
@@ -277,7 +277,7 @@ func TestHistoryLimits(t *testing.T) {
 	wait := h.sync()
 	var made []string
 	for i := 0; i < 8; i++ {
-		wait = h.advance(wait)
+		h.advance(wait)
 		name := activeNames(h.cronJob().Status)[0]
 		made = append(made, name)
 		h.w.start(name, h.clock.Now())

@@ -72,10 +72,6 @@ type (
 		getter[*policyv1.PodDisruptionBudget]
 		namespaceLister[*policyv1.PodDisruptionBudget]
 	}
-	podCache interface {
-		getter[*corev1.Pod]
-		namespaceLister[*corev1.Pod]
-	}
 )
 
 type reconciler struct {

@@ -201,7 +201,6 @@ func TestTrackingCountsOnce(t *testing.T) {
 	if len(u.Succeeded) != 1 || len(u.Failed) != 1 || st.job.Status.Succeeded != 0 {
 		t.Fatalf("sync 1 status %+v", st.job.Status)
 	}
-	stored := st.job.DeepCopy() // written
 
 	// The finalizer of a is removed, b's removal failed: only a counts.
 	delete(tp.withFinalizer, "a")
@@ -209,7 +208,7 @@ func TestTrackingCountsOnce(t *testing.T) {
 	if st.job.Status.Succeeded != 1 || st.job.Status.Failed != 0 || len(st.job.Status.UncountedTerminatedPods.Failed) != 1 {
 		t.Fatalf("after removals %+v", st.job.Status)
 	}
-	stored = st.job.DeepCopy()
+	stored := st.job.DeepCopy() // written
 
 	// Sync 2 sees a still with its finalizer (the cache lags) but expected
 	// removed, b still there: a is not counted again, b is retried.

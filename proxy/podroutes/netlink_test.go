@@ -84,7 +84,9 @@ func TestIntegrationNetlinkApply(t *testing.T) {
 			slices.Sort(out)
 			return out
 		}
-		r := func(dst, via string) Route { return Route{Dst: netip.MustParsePrefix(dst), Via: netip.MustParseAddr(via)} }
+		r := func(dst, via string) Route {
+			return Route{Dst: netip.MustParsePrefix(dst), Via: netip.MustParseAddr(via)}
+		}
 		ctx := context.Background()
 		if err := (Netlink{}).Apply(ctx, []Route{r("10.244.1.0/24", "172.30.0.2"), r("10.244.2.0/24", "172.30.0.3")}); err != nil {
 			t.Error(err)
