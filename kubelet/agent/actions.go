@@ -385,14 +385,19 @@ func (g apiGetter) GetPersistentVolume(ctx context.Context, name string) (*corev
 }
 
 // fingerprint summarizes what the runtime holds of a pod, so a relist can
-// tell which pods changed.
+// tell which pods changed. An exited container counts with its exit code
+// and reason, so that a corrected exit is synced too.
 func fingerprint(sbs []runtime.Sandbox, cs []runtime.Container) string {
 	var b strings.Builder
 	for _, s := range sbs {
 		fmt.Fprintf(&b, "s:%s:%s;", s.ID, s.State)
 	}
 	for _, c := range cs {
-		fmt.Fprintf(&b, "c:%s:%s;", c.ID, c.State)
+		fmt.Fprintf(&b, "c:%s:%s", c.ID, c.State)
+		if c.State == runtime.ContainerExited {
+			fmt.Fprintf(&b, ":%d:%s", c.ExitCode, c.Reason)
+		}
+		b.WriteByte(';')
 	}
 	return b.String()
 }

@@ -146,6 +146,10 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		}
 		ioc = stdioCreator(stdinPath, logPath, tty)
 	}
+	// Until the task exists the container is started by its record but
+	// shows no task: listings report it as starting, not as lost.
+	r.starting.Store(id, struct{}{})
+	defer r.starting.Delete(id)
 	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: formatTime(time.Now())}); err != nil {
 		return fmt.Errorf("containerd: starting container %s: %w", id, err)
 	}

@@ -55,7 +55,12 @@
 // an in-memory wait. When the runtime sees a task that stopped it records
 // the exit (code, time, whether the cgroup saw an OOM kill) as labels on the
 // container and deletes the task, so the exit survives containerd restarts
-// and the shim goes away.
+// and the shim goes away. Reading a container's record and its task is not
+// atomic: one whose record says it started but that shows neither a task
+// nor a recorded exit is read again (its task first: a reap records the
+// exit before it deletes the task), or reported Created while
+// StartContainer is still making its task; only a container still in that
+// state is reported lost (exit code 255).
 //
 // # Files outside the given directories
 //

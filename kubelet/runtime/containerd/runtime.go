@@ -116,13 +116,17 @@ func (c *Config) validate() error {
 }
 
 // Runtime runs pod sandboxes, containers and images on containerd. It keeps
-// no state of its own in memory: a new Runtime on the same containerd and
+// no state of its own in memory beyond the operations in flight: a new Runtime on the same containerd and
 // Dir (a restarted kubelet) sees everything the previous one made. It is
 // safe for concurrent use.
 type Runtime struct {
 	cfg    Config
 	client *client.Client
 	locks  keyedMutex
+	// starting holds the IDs of the containers StartContainer is starting:
+	// between the start being recorded and the task being made, a
+	// container shows neither a task nor an exit.
+	starting sync.Map
 	// imageIDCache maps image targets (manifest digests) to image IDs.
 	imageIDCache sync.Map
 	// The pause image, built from Config.PauseBinary on first use.

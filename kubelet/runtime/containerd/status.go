@@ -29,6 +29,17 @@ type taskState struct {
 	status     client.ProcessStatus
 	exitStatus uint32
 	exitedAt   time.Time
+	// starting: there is no task yet because StartContainer is making it.
+	starting bool
+}
+
+// unrecorded reports whether a container looks lost from two reads that
+// are not atomic: its record says it started, yet it shows neither a task
+// nor a recorded exit. That is also what a container looks like while
+// StartContainer makes its task, or when a reap recorded its exit and
+// deleted its task between the reads: recheck tells them apart.
+func unrecorded(labels map[string]string, t taskState) bool {
+	return !t.exists && !t.starting && labels[labelStartedAt] != "" && labels[labelExitCode] == ""
 }
 
 // containerStatus computes a container's status from its containerd record
@@ -72,6 +83,9 @@ func containerStatus(info containers.Container, t taskState, imageID string) run
 		c.ExitCode = int32(code)
 		c.FinishedAt = parseTime(l[labelFinishedAt])
 		c.Reason = l[labelReason]
+	case t.starting:
+		// Its task is being made: not running yet.
+		c.State = runtime.ContainerCreated
 	case l[labelStartedAt] != "":
 		// Started, but containerd lost the task without the exit being
 		// recorded (e.g. the node rebooted): report an error exit so that the
@@ -113,6 +127,9 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]runtime.Container, erro
 			continue // part of its sandbox, not a container of the pod
 		}
 		t := tasks[info.ID]
+		if unrecorded(info.Labels, t) {
+			info, t = r.recheck(ctx, info, t)
+		}
 		if t.status == client.Stopped {
 			// Record the exit and end the shim; report from the labels then.
 			if i, ok := r.tryReap(ctx, info.ID); ok {
@@ -172,11 +189,40 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (runtime.Conta
 	case !errdefs.IsNotFound(err):
 		return runtime.Container{}, fmt.Errorf("containerd: container %s: %w", id, err)
 	}
+	if unrecorded(info.Labels, t) {
+		info, t = r.recheck(ctx, info, t)
+	}
 	imageID := ""
 	if img, err := c.Image(ctx); err == nil {
 		imageID = r.imageID(ctx, img.Target())
 	}
 	return containerStatus(info, t, imageID), nil
+}
+
+// recheck settles a container that unrecorded calls lost. One that
+// StartContainer is starting is reported as such. Else its task, then its
+// record, are read again: the start, if any, is over, so the task was made
+// before; a reap records the exit before it deletes the task, so a task
+// gone by the first read has its exit in the record read second. What is
+// still unrecorded then was lost indeed (e.g. the node rebooted).
+func (r *Runtime) recheck(ctx context.Context, info containers.Container, t taskState) (containers.Container, taskState) {
+	if _, ok := r.starting.Load(info.ID); ok {
+		t.starting = true
+		return info, t
+	}
+	c, err := r.client.LoadContainer(ctx, info.ID)
+	if err != nil {
+		return info, t
+	}
+	if task, err := c.Task(ctx, nil); err == nil {
+		if st, err := task.Status(ctx); err == nil {
+			t = taskState{exists: true, status: st.Status, exitStatus: st.ExitStatus, exitedAt: st.ExitTime}
+		}
+	}
+	if i, err := c.Info(ctx); err == nil {
+		info = i
+	}
+	return info, t
 }
 
 // tryReap reaps a container's stopped task unless another call holds the

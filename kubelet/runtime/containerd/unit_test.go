@@ -63,6 +63,11 @@ func TestContainerStatus(t *testing.T) {
 			want: runtime.Container{State: runtime.ContainerExited, StartedAt: started, FinishedAt: started, ExitCode: 128, Reason: ReasonStartError}},
 		"task lost": {info: with(startedL),
 			want: runtime.Container{State: runtime.ContainerExited, StartedAt: started, ExitCode: 255, Reason: "Error"}},
+		"task being made": {info: with(startedL), task: taskState{starting: true},
+			want: runtime.Container{State: runtime.ContainerCreated, StartedAt: started}},
+		"start failed while listed": {info: with(map[string]string{labelStartedAt: formatTime(started), labelExitCode: "128", labelFinishedAt: formatTime(started), labelReason: ReasonStartError}),
+			task: taskState{starting: true},
+			want: runtime.Container{State: runtime.ContainerExited, StartedAt: started, FinishedAt: started, ExitCode: 128, Reason: ReasonStartError}},
 		"unknown task state": {info: with(startedL), task: taskState{exists: true, status: client.Unknown},
 			want: runtime.Container{State: runtime.ContainerUnknown, StartedAt: started}},
 	} {
@@ -305,5 +310,28 @@ func TestKeyedMutex(t *testing.T) {
 	}
 	if len(k.m) != 0 {
 		t.Errorf("entries left: %v", k.m)
+	}
+}
+
+func TestUnrecorded(t *testing.T) {
+	t.Parallel()
+	started := map[string]string{labelStartedAt: "2026-01-02T03:04:05Z"}
+	exited := map[string]string{labelStartedAt: "2026-01-02T03:04:05Z", labelExitCode: "0"}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		task   taskState
+		want   bool
+	}{
+		{"never started", nil, taskState{}, false},
+		{"started, no task, no exit", started, taskState{}, true},
+		{"started, task running", started, taskState{exists: true, status: client.Running}, false},
+		{"started, task stopped", started, taskState{exists: true, status: client.Stopped}, false},
+		{"started, task being made", started, taskState{starting: true}, false},
+		{"exit recorded", exited, taskState{}, false},
+	} {
+		if got := unrecorded(tc.labels, tc.task); got != tc.want {
+			t.Errorf("%s: unrecorded = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
