@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build up test unit e2e fuzz bench deps vet fmt clean compose-images compose-up compose-down
+.PHONY: all build up test unit e2e fuzz bench deps vet fmt clean compose-images compose-up compose-down compose-test
 
 all: build
 
@@ -79,6 +79,10 @@ compose-up: deps build
 ## compose-down: stop the stack and remove its containers, network, volumes and certificates.
 compose-down:
 	bash deploy/compose/down.sh
+
+## compose-test: test/compose against a stack of its own (images built, seed story, chaos), torn down after.
+compose-test: deps build
+	KUBEBUS_REQUIRE_PREREQS=1 KUBEBUS_BIN=$(BIN)/kubebus $(GO) test -tags compose -count=1 -timeout 30m -v -run TestIntegrationCompose ./test/compose/
 
 ## vet: gofmt, go vet and staticcheck (pinned, built through the Go module proxy).
 vet: $(STATICCHECK)
