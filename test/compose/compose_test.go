@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +26,29 @@ func TestIntegrationCompose(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	t.Run("KubectlScenarios", func(t *testing.T) { kubectlScenarios(t, s) })
 	t.Run("Chaos", func(t *testing.T) { chaos(t, s) })
+}
+
+// kubectlScenarios runs the everyday kubectl commands of test/e2e
+// (TestIntegrationKubectl, the stock kubectl and kubectl 1.32) against the
+// stack's load balancer, as a `go test` of that package pointed at the
+// stack's kubeconfig.
+func kubectlScenarios(t *testing.T, s *Stack) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestIntegrationKubectl$", "./test/e2e/")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "KUBEBUS_E2E_KUBECONFIG="+s.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the kubectl scenarios against the load balancer: %v\n%s", err, out)
+	}
+	t.Logf("%s", strings.TrimSpace(string(out)))
 }
 
 // importBusybox imports the busybox image as busybox:latest and, with one
