@@ -201,7 +201,7 @@ func TestIntegrationNATSMembers(t *testing.T) {
 				routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", route[o]))
 			}
 		}
-		members = append(members, []string{"nats", "--name", n, "--store-dir", filepath.Join(dir, "store"),
+		members = append(members, []string{"--log-level", "debug", "nats", "--name", n, "--store-dir", filepath.Join(dir, "store"),
 			"--ca-file", ca.CAFile, "--cert-file", cert, "--key-file", key, "--route-cert-file", routeCert, "--route-key-file", routeKey,
 			"--port", fmt.Sprint(port[n]), "--cluster-port", fmt.Sprint(route[n]), "--routes", strings.Join(routes, ",")})
 	}
@@ -220,7 +220,12 @@ func TestIntegrationNATSMembers(t *testing.T) {
 	}
 	defer nc.Close()
 	for {
-		err := bus.EnsureStreams(ctx, js, bus.StreamLimits{MaxAge: time.Hour, MaxBytes: 64 << 20, Replicas: 3})
+		// Each attempt on its own deadline: a JetStream API request whose
+		// answer is lost (the cluster still forming) waits its whole
+		// context out; the next attempt finds the stream made.
+		actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+		err := bus.EnsureStreams(actx, js, bus.StreamLimits{MaxAge: time.Hour, MaxBytes: 64 << 20, Replicas: 3})
+		acancel()
 		if err == nil {
 			break
 		}
