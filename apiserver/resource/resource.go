@@ -1,11 +1,14 @@
 package resource
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
@@ -75,6 +78,26 @@ type Resource struct {
 	Fields func(obj runtime.Object) fields.Set
 	// Scale reads and writes the scale subresource (nil when not served).
 	Scale *ScaleAccess
+
+	// The rest is set for custom resources, whose objects are
+	// *unstructured.Unstructured.
+
+	// Prune drops the fields the resource's schema does not know from a
+	// decoded object and returns their paths ("spec.extra"), which the
+	// request's fieldValidation turns into an error or warnings (nil: no
+	// pruning).
+	Prune func(obj runtime.Object) []string
+	// Columns and Cells print the resource's table (nil: the built-in
+	// printer of its kind).
+	Columns []metav1.TableColumnDefinition
+	Cells   func(obj runtime.Object, now time.Time) ([]any, error)
+	// TypeConverter describes the kind to server-side apply (nil: client-go's
+	// schema for built-in kinds, every field atomic otherwise).
+	TypeConverter managedfields.TypeConverter
+	// Versions are every served version of the kind, all stored under one
+	// prefix and converted by rewriting apiVersion (a CRD's None
+	// conversion). Empty for built-in kinds, served in one version.
+	Versions []string
 }
 
 // ScaleAccess reads and writes the replica count behind /scale.
