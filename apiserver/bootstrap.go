@@ -31,7 +31,7 @@ func SystemPriorityClasses() []*schedulingv1.PriorityClass {
 // missing. Several API servers may race here; AlreadyExists is success.
 func (s *Server) Bootstrap(ctx context.Context) error {
 	ctx = auth.WithUser(ctx, auth.APIServer)
-	if res, ok := s.byGVR[schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}]; ok {
+	if res, ok := s.table.get(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}); ok {
 		for _, name := range SystemNamespaces {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 			if _, err := s.createObject(ctx, res, ns, false); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -39,7 +39,7 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 			}
 		}
 	}
-	if res, ok := s.byGVR[schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")]; ok {
+	if res, ok := s.table.get(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")); ok {
 		for _, pc := range SystemPriorityClasses() {
 			if _, err := s.createObject(ctx, res, pc, false); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating priority class %s: %w", pc.Name, err)

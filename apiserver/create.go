@@ -43,7 +43,11 @@ func decodeBody(r *http.Request, res *resource.Resource) (runtime.Object, []stri
 	if err := checkTypeMeta(res, obj); err != nil {
 		return nil, nil, err
 	}
-	return obj, warnings, nil
+	more, err := pruneUnknown(res, obj, directive)
+	if err != nil {
+		return nil, nil, err
+	}
+	return obj, append(warnings, more...), nil
 }
 
 func writeWarnings(w http.ResponseWriter, warnings []string) {

@@ -38,7 +38,7 @@ var subresourceInfo = map[resource.Subresource]struct {
 func (s *Server) groupVersions() []schema.GroupVersion {
 	seen := map[schema.GroupVersion]bool{}
 	var gvs []schema.GroupVersion
-	for _, res := range s.cfg.Resources {
+	for _, res := range s.table.all() {
 		gv := res.GroupVersion()
 		if !seen[gv] {
 			seen[gv] = true
@@ -121,7 +121,7 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request) {
 		gv = schema.GroupVersion{Group: chi.URLParam(r, "group"), Version: chi.URLParam(r, "version")}
 	}
 	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
-	for _, res := range s.cfg.Resources {
+	for _, res := range s.table.all() {
 		if res.GroupVersion() != gv {
 			continue
 		}

@@ -30,7 +30,7 @@ type Reconcile func(existing runtime.Object) (updated runtime.Object, changed bo
 // API servers may race here: losing a create or an update to another is
 // success.
 func (s *Server) Ensure(ctx context.Context, gvr schema.GroupVersionResource, desired runtime.Object, reconcile Reconcile) error {
-	res, ok := s.byGVR[gvr]
+	res, ok := s.table.get(gvr)
 	if !ok {
 		return fmt.Errorf("ensure: %s is not served", gvr)
 	}
@@ -93,7 +93,7 @@ func (s *Server) recreate(ctx context.Context, res *resource.Resource, key strin
 // status subresource's path (admission, validation). It is how server
 // code such as quota admission writes what it accounted.
 func (s *Server) UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
-	res, ok := s.byGVR[gvr]
+	res, ok := s.table.get(gvr)
 	if !ok {
 		return nil, fmt.Errorf("update status: %s is not served", gvr)
 	}
@@ -115,7 +115,7 @@ func (s *Server) UpdateStatus(ctx context.Context, gvr schema.GroupVersionResour
 // must see what is stored now: admission's fallback when its cache has
 // not seen an object yet.
 func (s *Server) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
-	res, ok := s.byGVR[gvr]
+	res, ok := s.table.get(gvr)
 	if !ok {
 		return nil, fmt.Errorf("get: %s is not served", gvr)
 	}
@@ -126,7 +126,7 @@ func (s *Server) Get(ctx context.Context, gvr schema.GroupVersionResource, names
 // List reads the objects of a resource in a namespace ("" for all or for
 // cluster-scoped resources) from the local etcd member.
 func (s *Server) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) ([]runtime.Object, error) {
-	res, ok := s.byGVR[gvr]
+	res, ok := s.table.get(gvr)
 	if !ok {
 		return nil, fmt.Errorf("list: %s is not served", gvr)
 	}

@@ -145,7 +145,7 @@ func (s *Server) evictPod(ctx context.Context, podRes *resource.Resource, ns, na
 		return evictedStatus(), nil
 	}
 
-	pdbRes, ok := s.byGVR[pdbGVR]
+	pdbRes, ok := s.table.get(pdbGVR)
 	if !ok {
 		// Without budgets served, nothing guards the pod.
 		return s.evictDelete(ctx, podRes, ns, name, opts, false, "")

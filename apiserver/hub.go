@@ -69,6 +69,8 @@ type hub struct {
 	s      *Server
 	res    *resource.Resource
 	budget *ringBudget
+	ctx    context.Context    // ends the hub's etcd watch
+	stop   context.CancelFunc // called when the resource is no longer served
 
 	mu        sync.Mutex
 	startRev  int64 // events from startRev on are (or were) in the ring
@@ -103,7 +105,8 @@ func (s *Server) hubFor(res *resource.Resource) (*hub, error) {
 }
 
 func newHub(s *Server, res *resource.Resource, b *ringBudget, from int64) *hub {
-	h := &hub{s: s, res: res, budget: b, startRev: from, headRev: from - 1, subs: map[*hubSub]struct{}{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &hub{s: s, res: res, budget: b, startRev: from, headRev: from - 1, subs: map[*hubSub]struct{}{}, ctx: ctx, stop: cancel}
 	b.add(h)
 	return h
 }
@@ -115,8 +118,7 @@ func (h *hub) alive() bool {
 }
 
 func (h *hub) run(from int64) {
-	ctx := context.Background()
-	w := h.s.store.Watch(ctx, prefixFor(h.res, ""), from)
+	w := h.s.store.Watch(h.ctx, prefixFor(h.res, ""), from)
 	defer w.Stop()
 	tick := time.NewTicker(hubProgressEv)
 	defer tick.Stop()

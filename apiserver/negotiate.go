@@ -256,7 +256,7 @@ func render(res *resource.Resource, out output, objs []runtime.Object, list runt
 		default:
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("unrecognized includeObject value: %q", out.includeOb))
 		}
-		t, err := printers.Table(printers.For(res.GVK.GroupKind()), objs, out.includeOb, time.Now())
+		t, err := printers.Table(printerFor(res), objs, out.includeOb, time.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -293,4 +293,13 @@ func partialMeta(obj runtime.Object) *metav1.PartialObjectMetadata {
 		pm.ObjectMeta = om
 	}
 	return pm
+}
+
+// printerFor returns the table printer of res: its own columns (a custom
+// resource's additionalPrinterColumns), else the built-in printer of its kind.
+func printerFor(res *resource.Resource) printers.Printer {
+	if res.Cells != nil {
+		return printers.Printer{Columns: res.Columns, Cells: res.Cells}
+	}
+	return printers.For(res.GVK.GroupKind())
 }

@@ -10,6 +10,8 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -169,6 +171,13 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 	if err != nil {
 		return err
 	}
+	if _, custom := res.New().(*unstructured.Unstructured); custom && pr.typ == types.StrategicMergePatchType {
+		// As upstream: a custom resource has no Go struct to take patch
+		// strategies from.
+		return statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s",
+				types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType))
+	}
 	if pr.typ == types.ApplyYAMLPatchType {
 		return s.apply(w, r, ri, res, sub, pr, isDryRun, out)
 	}
@@ -190,6 +199,11 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 		if err := checkTypeMeta(res, obj); err != nil {
 			return nil, err
 		}
+		more, err := pruneUnknown(res, obj, pr.directive)
+		if err != nil {
+			return nil, err
+		}
+		warnings = append(warnings, more...)
 		m, _ := meta.Accessor(obj)
 		cm, _ := meta.Accessor(cur)
 		if m.GetResourceVersion() == cm.GetResourceVersion() {

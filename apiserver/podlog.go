@@ -242,7 +242,7 @@ func (s *Server) podKubelet(ctx context.Context, pod *corev1.Pod, sub string) (s
 	if pod.Spec.NodeName == "" {
 		return "", apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
 	}
-	nodes, ok := s.byGVR[corev1.SchemeGroupVersion.WithResource("nodes")]
+	nodes, ok := s.table.get(corev1.SchemeGroupVersion.WithResource("nodes"))
 	if !ok {
 		return "", apierrors.NewInternalError(fmt.Errorf("pods/%s: this server does not serve nodes", sub))
 	}

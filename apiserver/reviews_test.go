@@ -67,11 +67,11 @@ func testServer(cfg Config) *Server {
 	if cfg.Authorizer == nil {
 		cfg.Authorizer = auth.AlwaysAllow{}
 	}
-	s := &Server{cfg: cfg, log: slog.New(slog.DiscardHandler), byGVR: map[schema.GroupVersionResource]*resource.Resource{}}
-	for _, res := range resource.Builtin() {
-		s.byGVR[res.GVK.GroupVersion().WithResource(res.Plural)] = res
+	t, err := newTable(resource.Builtin())
+	if err != nil {
+		panic(err)
 	}
-	return s
+	return &Server{cfg: cfg, log: slog.New(slog.DiscardHandler), table: t}
 }
 
 // reviewHandler serves reviews as the caller u, the way dispatch does.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/auth"
 	"github.com/kubebus/kubebus/apiserver/fieldmanager"
+	"github.com/kubebus/kubebus/apiserver/openapi"
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
 )
@@ -63,6 +64,8 @@ type Config struct {
 	MaxWatchesPerUser int
 	// Mount adds routes (OpenAPI, logs proxy) to the router.
 	Mount []func(chi.Router)
+	// OpenAPI, when set, serves the documents of custom resources too.
+	OpenAPI *openapi.Documents
 	// SelfAuthorized are mounted paths whose handlers authorize requests
 	// themselves with resource attributes (the tap: list and watch of
 	// what it streams), instead of as non-resource paths.
@@ -155,13 +158,15 @@ type Server struct {
 	cfg      Config
 	store    *storage.Store
 	log      *slog.Logger
-	byGVR    map[schema.GroupVersionResource]*resource.Resource
+	table    *table
 	readOnly inflight
 	mutating inflight
 	watches  *watchLimit
 	handler  http.Handler
 	kubelet  *http.Client // nil without Config.KubeletTLS
 	fields   *fieldmanager.Managers
+
+	crds *customResources
 
 	hubsMu     sync.Mutex
 	hubs       map[*resource.Resource]*hub
@@ -175,21 +180,19 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: cfg.Store, log: cfg.Logger,
-		byGVR:      map[schema.GroupVersionResource]*resource.Resource{},
 		hubs:       map[*resource.Resource]*hub{},
 		ringBudget: newRingBudget(cfg.WatchCacheBytes),
+		crds:       newCustomResources(),
 		readOnly:   newInflight(cfg.MaxRequestsInFlight, cfg.InFlightWait),
 		mutating:   newInflight(cfg.MaxMutatingRequestsInFlight, cfg.InFlightWait),
 		watches:    newWatchLimit(cfg.MaxWatchesPerUser),
 		kubelet:    newKubeletClient(cfg.KubeletTLS),
 	}
-	for _, res := range cfg.Resources {
-		gvr := res.GVK.GroupVersion().WithResource(res.Plural)
-		if _, dup := s.byGVR[gvr]; dup {
-			return nil, fmt.Errorf("apiserver: resource %s listed twice", gvr)
-		}
-		s.byGVR[gvr] = res
+	t, err := newTable(cfg.Resources)
+	if err != nil {
+		return nil, err
 	}
+	s.table = t
 	fields, err := fieldmanager.New(cfg.Resources)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
@@ -283,7 +286,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 
 // lookup finds the resource a request names.
 func (s *Server) lookup(ri RequestInfo) (*resource.Resource, error) {
-	res, ok := s.byGVR[schema.GroupVersionResource{Group: ri.Group, Version: ri.Version, Resource: ri.Resource}]
+	res, ok := s.table.get(schema.GroupVersionResource{Group: ri.Group, Version: ri.Version, Resource: ri.Resource})
 	if !ok {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: ri.Group, Resource: ri.Resource}, "")
 	}

@@ -107,7 +107,7 @@ func (s *Server) tokenBoundObject(ctx context.Context, ns string, req *authnv1.T
 	if ref.Name == "" {
 		return nil, apierrors.NewInvalid(tokenRequestGK, req.Name, field.ErrorList{field.Required(path.Child("name"), "")})
 	}
-	bres, ok := s.byGVR[gvr]
+	bres, ok := s.table.get(gvr)
 	if !ok {
 		return nil, apierrors.NewInternalError(fmt.Errorf("resource %s is not served", gvr))
 	}

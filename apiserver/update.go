@@ -12,6 +12,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -186,8 +187,13 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	rv := nm.GetResourceVersion()
+	u, custom := obj.(*unstructured.Unstructured)
 	switch resource.Subresource(sub) {
 	case resource.Status:
+		if custom {
+			keepOnlyStatus(u, old.(*unstructured.Unstructured))
+			break
+		}
 		// Only status changes; everything else stays as stored.
 		src := obj.DeepCopyObject()
 		copyInto(obj, old)
@@ -210,7 +216,9 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 	case resource.Binding:
 		// Binding sets spec.nodeName and the PodScheduled condition together.
 	default:
-		if res.Serves(resource.Status) {
+		if res.Serves(resource.Status) && custom {
+			keepStatus(u, old.(*unstructured.Unstructured))
+		} else if res.Serves(resource.Status) {
 			if st := fieldValue(old, "Status"); st.IsValid() {
 				fieldValue(obj, "Status").Set(st)
 			}
@@ -247,7 +255,11 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 	if res.Default != nil {
 		res.Default(obj)
 	}
-	if res.HasGeneration && sub == "" {
+	if res.HasGeneration && sub == "" && custom {
+		if specChanged(u, old.(*unstructured.Unstructured), res.Serves(resource.Status)) {
+			nm.SetGeneration(om.GetGeneration() + 1)
+		}
+	} else if res.HasGeneration && sub == "" {
 		if sp, osp := fieldValue(obj, "Spec"), fieldValue(old, "Spec"); sp.IsValid() && !apiequality.Semantic.DeepEqual(sp.Interface(), osp.Interface()) {
 			nm.SetGeneration(om.GetGeneration() + 1)
 		}

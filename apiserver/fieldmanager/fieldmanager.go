@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +36,9 @@ type FieldManager = managedfields.FieldManager
 
 // Managers holds one field manager per resource and written subresource.
 type Managers struct {
+	typed, deduced managedfields.TypeConverter
+
+	mu    sync.RWMutex
 	byRes map[*resource.Resource]map[resource.Subresource]*FieldManager
 }
 
@@ -45,45 +49,80 @@ var writtenSubresources = []resource.Subresource{resource.Status, resource.Scale
 // New builds the field managers of resources. Create-only resources (the
 // reviews) are never stored and get none.
 func New(resources []*resource.Resource) (*Managers, error) {
-	typed := applyconfigurations.NewTypeConverter(scheme.Scheme)
-	deduced := managedfields.NewDeducedTypeConverter()
-	m := &Managers{byRes: map[*resource.Resource]map[resource.Subresource]*FieldManager{}}
+	m := &Managers{
+		typed:   applyconfigurations.NewTypeConverter(scheme.Scheme),
+		deduced: managedfields.NewDeducedTypeConverter(),
+		byRes:   map[*resource.Resource]map[resource.Subresource]*FieldManager{},
+	}
 	for _, res := range resources {
-		if res.CreateOnly || res.New == nil {
-			continue
-		}
-		tc, known := typed, knownToSchema(res)
-		if !known {
-			tc = deduced
-		}
-		subs := map[resource.Subresource]*FieldManager{}
-		build := func(sub resource.Subresource) error {
-			adapt := adapter{res: res}
-			reset := fieldpath.NewExcludeFilterSetMap(resetFields(res, sub))
-			newFM := managedfields.NewDefaultFieldManager
-			if !known {
-				newFM = managedfields.NewDefaultCRDFieldManager
-			}
-			fm, err := newFM(tc, adapt, adapt, adapt, res.GVK, res.GVK.GroupVersion(), string(sub), reset)
-			if err != nil {
-				return fmt.Errorf("fieldmanager: %s %s: %w", res.Plural, sub, err)
-			}
-			subs[sub] = fm
-			return nil
-		}
-		if err := build(""); err != nil {
+		if err := m.Add(res); err != nil {
 			return nil, err
 		}
-		for _, sub := range writtenSubresources {
-			if res.Serves(sub) {
-				if err := build(sub); err != nil {
-					return nil, err
-				}
-			}
-		}
-		m.byRes[res] = subs
 	}
 	return m, nil
+}
+
+// Add builds the field managers of one more resource (a custom resource's
+// version, served from now on).
+func (m *Managers) Add(res *resource.Resource) error {
+	if res.CreateOnly || res.New == nil {
+		return nil
+	}
+	subs, err := m.build(res)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.byRes[res] = subs
+	m.mu.Unlock()
+	return nil
+}
+
+// Remove forgets the field managers of res.
+func (m *Managers) Remove(res *resource.Resource) {
+	m.mu.Lock()
+	delete(m.byRes, res)
+	m.mu.Unlock()
+}
+
+func (m *Managers) build(res *resource.Resource) (map[resource.Subresource]*FieldManager, error) {
+	custom := isCustom(res)
+	tc, known := m.typed, knownToSchema(res)
+	switch {
+	case custom && res.TypeConverter != nil:
+		tc = res.TypeConverter
+	case !known:
+		tc = m.deduced
+	}
+	subs := map[resource.Subresource]*FieldManager{}
+	build := func(sub resource.Subresource) error {
+		var adapt adapter = builtinAdapter{res: res}
+		if custom {
+			adapt = customAdapter{res: res}
+		}
+		reset := fieldpath.NewExcludeFilterSetMap(resetFields(res, sub))
+		newFM := managedfields.NewDefaultFieldManager
+		if !known || custom {
+			newFM = managedfields.NewDefaultCRDFieldManager
+		}
+		fm, err := newFM(tc, adapt, adapt, adapt, res.GVK, res.GVK.GroupVersion(), string(sub), reset)
+		if err != nil {
+			return fmt.Errorf("fieldmanager: %s %s: %w", res.Plural, sub, err)
+		}
+		subs[sub] = fm
+		return nil
+	}
+	if err := build(""); err != nil {
+		return nil, err
+	}
+	for _, sub := range writtenSubresources {
+		if res.Serves(sub) {
+			if err := build(sub); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return subs, nil
 }
 
 // For returns the field manager of res and sub, nil when writes there are
@@ -92,7 +131,16 @@ func (m *Managers) For(res *resource.Resource, sub resource.Subresource) *FieldM
 	if m == nil {
 		return nil
 	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	return m.byRes[res][sub]
+}
+
+// isCustom reports whether res is a custom resource: its objects are
+// unstructured.
+func isCustom(res *resource.Resource) bool {
+	_, ok := res.New().(*unstructured.Unstructured)
+	return ok
 }
 
 // knownToSchema reports whether client-go's schema describes the kind.
@@ -125,7 +173,12 @@ func resetFields(res *resource.Resource, sub resource.Subresource) map[fieldpath
 			fieldpath.MakePathOrDie("metadata", "ownerReferences"),
 			fieldpath.MakePathOrDie("metadata", "deletionTimestamp"),
 		}
-		for _, name := range topLevelFields(res.New()) {
+		top := topLevelFields(res.New())
+		if isCustom(res) {
+			// As upstream's custom resource status strategy: spec.
+			top = []string{"spec"}
+		}
+		for _, name := range top {
 			switch name {
 			case "apiVersion", "kind", "metadata", "status":
 			default:
@@ -170,14 +223,22 @@ func topLevelFields(obj runtime.Object) []string {
 // serves each kind in one version.
 var errOtherVersion = errors.New("fieldmanager: kubebus serves one version of each kind")
 
-// adapter gives the field manager the resource's object model: it creates,
-// defaults and converts objects of the one served version. Conversion
+// builtinAdapter gives the field manager a built-in resource's object
+// model: it creates, defaults and converts objects of the one served
+// version. Conversion
 // between typed and unstructured forms is the only conversion there is; a
 // typed object of the version is returned as is, as upstream's unsafe
 // convertor does.
-type adapter struct{ res *resource.Resource }
+type builtinAdapter struct{ res *resource.Resource }
 
-func (a adapter) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+// adapter is what the field manager needs of the object model.
+type adapter interface {
+	runtime.ObjectCreater
+	runtime.ObjectConvertor
+	runtime.ObjectDefaulter
+}
+
+func (a builtinAdapter) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	if gvk != a.res.GVK {
 		return nil, fmt.Errorf("%w: %s is not %s", errOtherVersion, gvk, a.res.GVK)
 	}
@@ -186,13 +247,13 @@ func (a adapter) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	return obj, nil
 }
 
-func (a adapter) Default(obj runtime.Object) {
+func (a builtinAdapter) Default(obj runtime.Object) {
 	if a.res.Default != nil {
 		a.res.Default(obj)
 	}
 }
 
-func (a adapter) Convert(in, out, _ any) error {
+func (a builtinAdapter) Convert(in, out, _ any) error {
 	u, ok := in.(*unstructured.Unstructured)
 	if !ok {
 		return fmt.Errorf("%w: cannot convert %T", errOtherVersion, in)
@@ -200,7 +261,7 @@ func (a adapter) Convert(in, out, _ any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out)
 }
 
-func (a adapter) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+func (a builtinAdapter) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
 	target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{a.res.GVK})
 	if !ok || target != a.res.GVK {
 		return nil, fmt.Errorf("%w: no %s in %v", errOtherVersion, a.res.GVK, gv)
@@ -220,6 +281,6 @@ func (a adapter) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) 
 	return out, nil
 }
 
-func (a adapter) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+func (a builtinAdapter) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
 	return label, value, nil
 }

@@ -47,16 +47,17 @@ func (d *Documents) serveV2(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Documents) serveIndex(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", d.index.contentType)
-	w.Header().Set("ETag", strconv.Quote(d.index.etag))
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(d.index.data))
+	index := d.currentIndex()
+	w.Header().Set("Content-Type", index.contentType)
+	w.Header().Set("ETag", strconv.Quote(index.etag))
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(index.data))
 }
 
 // serveGroupVersion serves /openapi/v3/<api/v1 | apis/<group>/<version>>.
 // With ?hash= matching the document the response may be cached forever;
 // a stale hash is redirected to the current URL, as upstream does.
 func (d *Documents) serveGroupVersion(w http.ResponseWriter, r *http.Request) {
-	g, ok := d.groups[chi.URLParam(r, "*")]
+	g, ok := d.group(chi.URLParam(r, "*"))
 	if !ok {
 		http.NotFound(w, r)
 		return

@@ -36,8 +36,11 @@ const (
 type Documents struct {
 	v2JSON  encoded
 	v2Proto *lazy
-	index   encoded
-	groups  map[string]*groupDoc // by index key: api/v1, apis/apps/v1
+	groups  map[string]*groupDoc // by index key: api/v1, apis/apps/v1; fixed by Build
+
+	mu    sync.RWMutex
+	index encoded
+	extra map[string]*groupDoc // custom resources' group versions, by index key
 }
 
 // encoded is one representation of a document.
@@ -119,7 +122,7 @@ func Build(resources []Resource) (*Documents, error) {
 		return nil, err
 	}
 
-	d := &Documents{groups: map[string]*groupDoc{}}
+	d := &Documents{groups: map[string]*groupDoc{}, extra: map[string]*groupDoc{}}
 	var all []pathItem
 	for _, gv := range order {
 		all = append(all, byGV[gv]...)
@@ -131,10 +134,6 @@ func Build(resources []Resource) (*Documents, error) {
 	d.v2JSON = encoded{data: v2, etag: hash(v2), contentType: mediaJSON}
 	d.v2Proto = newLazy(mediaV2Proto, func() ([]byte, error) { return v2Protobuf(v2) })
 
-	type indexEntry struct {
-		ServerRelativeURL string `json:"serverRelativeURL"`
-	}
-	index := map[string]indexEntry{}
 	for _, gv := range order {
 		key := gvKey(gv)
 		g, err := encodeV3(key, v3Document(byGV[gv], reg.defs))
@@ -142,13 +141,10 @@ func Build(resources []Resource) (*Documents, error) {
 			return nil, err
 		}
 		d.groups[key] = g
-		index[key] = indexEntry{ServerRelativeURL: g.url}
 	}
-	data, err := json.Marshal(map[string]any{"paths": index})
-	if err != nil {
-		return nil, fmt.Errorf("openapi: encoding v3 index: %w", err)
+	if err := d.reindexLocked(); err != nil {
+		return nil, err
 	}
-	d.index = encoded{data: data, etag: hash(data), contentType: mediaJSON}
 	return d, nil
 }
 

@@ -146,7 +146,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	resources := resource.Builtin()
+	resources := append(resource.Builtin(), apiserver.CRDRow())
 	docs, err := openapi.Build(openAPIResources(resources))
 	if err != nil {
 		return fmt.Errorf("building openapi documents: %w", err)
@@ -268,6 +268,7 @@ func Run(ctx context.Context, o Options) error {
 		MaxWatchesPerUser:  o.Limits.MaxWatchesPerUser,
 		Profiling:          o.Auth.Profiling,
 		Mount:              mounts,
+		OpenAPI:            docs,
 		KubeletTLS:         kubeletTLS,
 		WatchCacheBytes:    o.WatchCacheBytes,
 		SelfAuthorized:     selfAuthorized,
@@ -287,6 +288,9 @@ func Run(ctx context.Context, o Options) error {
 	cancel()
 	if err != nil {
 		return fmt.Errorf("bootstrapping: %w", err)
+	}
+	if err := srv.StartCustomResources(ctx); err != nil {
+		return fmt.Errorf("serving custom resources: %w", err)
 	}
 	tlsCfg, err := bundle.ServerTLSConfig()
 	if err != nil {
