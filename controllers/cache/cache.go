@@ -19,6 +19,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -78,6 +79,9 @@ type Informers struct {
 	StorageClasses         *informer.Informer[*storagev1.StorageClass]
 	// PodDisruptionBudgets: the disruption controller.
 	PodDisruptionBudgets *informer.Informer[*policyv1.PodDisruptionBudget]
+	// CustomResourceDefinitions: the resources the garbage collector and
+	// the namespace controller follow at runtime.
+	CustomResourceDefinitions *informer.Informer[*apiextensionsv1.CustomResourceDefinition]
 
 	all []runner
 }
@@ -180,6 +184,10 @@ func (inf *Informers) newWorkloadInformers(cfg Config) error {
 		return err
 	}
 	if inf.PodDisruptionBudgets, err = newInformer(cfg, &inf.all, policyv1.GroupName, "poddisruptionbudgets", "", func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} }, nil); err != nil {
+		return err
+	}
+	if inf.CustomResourceDefinitions, err = newInformer(cfg, &inf.all, apiextensionsv1.GroupName, "customresourcedefinitions", "",
+		func() *apiextensionsv1.CustomResourceDefinition { return &apiextensionsv1.CustomResourceDefinition{} }, nil); err != nil {
 		return err
 	}
 	return nil

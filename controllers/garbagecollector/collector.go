@@ -46,13 +46,18 @@ type Objects interface {
 // GC is the garbage collector. It is a controllers.Runnable; its informers
 // (Caches) must run as the manager's caches.
 type GC struct {
-	cfg       Config
-	log       *slog.Logger
-	graph     *Graph
-	ctrl      *controllers.Controller
-	watched   []*watched
-	byGVR     map[schema.GroupVersionResource]*watched
-	byKind    map[schema.GroupKind]*watched
+	cfg   Config
+	log   *slog.Logger
+	graph *Graph
+	ctrl  *controllers.Controller
+	// mu guards watched, byGVR and byKind, which change when resources
+	// are added or removed at runtime (see AddResource).
+	mu      sync.RWMutex
+	watched []*watched
+	byGVR   map[schema.GroupVersionResource]*watched
+	byKind  map[schema.GroupKind]*watched
+	// The resources added at runtime (runtime.go).
+	rt        runtimeResources
 	absent    *uidSet
 	unknownMu sync.Mutex
 	unknown   map[schema.GroupKind]bool // kinds already logged as not watched
@@ -62,6 +67,8 @@ type watched struct {
 	res Resource
 	inf Objects
 	own *MetadataInformer // nil when inf is shared
+	// runtime: added by AddResource; the runtime cache runs own.
+	runtime bool
 }
 
 var (
@@ -81,6 +88,7 @@ func New(cfg Config) (*GC, error) {
 		graph:   NewGraph(),
 		byGVR:   map[schema.GroupVersionResource]*watched{},
 		byKind:  map[schema.GroupKind]*watched{},
+		rt:      runtimeResources{running: map[schema.GroupVersionResource]*runtimeInformer{}},
 		absent:  newUIDSet(absentCacheSize),
 		unknown: map[schema.GroupKind]bool{},
 	}
@@ -100,11 +108,25 @@ func New(cfg Config) (*GC, error) {
 			w.inf, w.own = own, own
 		}
 		w.inf.AddHandler(g.handler(r))
-		g.watched = append(g.watched, w)
-		g.byGVR[r.GVR()] = w
-		g.byKind[r.GroupKind()] = w
+		g.watch(w)
 	}
 	return g, nil
+}
+
+// watch records w as watched.
+func (g *GC) watch(w *watched) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.watched = append(g.watched, w)
+	g.byGVR[w.res.GVR()] = w
+	g.byKind[w.res.GroupKind()] = w
+}
+
+// lookup returns the watched entry of a kind (nil when not watched).
+func (g *GC) lookup(gk schema.GroupKind) *watched {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.byKind[gk]
 }
 
 func (g *GC) handler(r Resource) informer.Handler[*metav1.PartialObjectMetadata] {
@@ -130,21 +152,27 @@ func (g *GC) enqueue(uids []types.UID) {
 func keyOf(uid types.UID) controllers.Request { return controllers.Request{Name: string(uid)} }
 
 // Caches returns the informers the collector made (not the shared ones,
-// which their owner runs), for controllers.Manager.AddCache.
+// which their owner runs), for controllers.Manager.AddCache, and one more
+// that runs the informers of the resources added at runtime
+// (AddResource). Call it once.
 func (g *GC) Caches() []controllers.Cache {
-	out := make([]controllers.Cache, 0, len(g.watched))
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	out := make([]controllers.Cache, 0, len(g.watched)+1)
 	for _, w := range g.watched {
-		if w.own != nil {
+		if w.own != nil && !w.runtime {
 			out = append(out, w.own)
 		}
 	}
-	return out
+	return append(out, runtimeCache{g: g})
 }
 
 // Informer returns the metadata cache of a resource (nil when it is not
 // watched). Other controllers may read it, such as the namespace
 // controller, which counts what is left in a namespace.
 func (g *GC) Informer(gvr schema.GroupVersionResource) Objects {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
 	if w := g.byGVR[gvr]; w != nil {
 		return w.inf
 	}
@@ -156,7 +184,10 @@ func (g *GC) Graph() *Graph { return g.graph }
 
 // Run reconciles until ctx ends (controllers.Runnable).
 func (g *GC) Run(ctx context.Context) {
-	g.log.Debug("garbage collector starting", "resources", len(g.watched), "objects", g.graph.Len())
+	g.mu.RLock()
+	n := len(g.watched)
+	g.mu.RUnlock()
+	g.log.Debug("garbage collector starting", "resources", n, "objects", g.graph.Len())
 	g.ctrl.Run(ctx)
 }
 
@@ -327,7 +358,7 @@ func (g *GC) ownerState(ctx context.Context, res Resource, obj *metav1.PartialOb
 		return ownerPresent, nil
 	}
 	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
-	w := g.byKind[gk]
+	w := g.lookup(gk)
 	if w == nil {
 		g.logUnknown(gk)
 		return ownerPresent, nil

@@ -36,6 +36,13 @@ func (r Resource) GroupKind() schema.GroupKind {
 	return schema.GroupKind{Group: r.Group, Kind: r.Kind}
 }
 
+func (r Resource) validate() error {
+	if r.Version == "" || r.Resource == "" || r.Kind == "" {
+		return fmt.Errorf("garbagecollector: resource %+v needs a version, a plural and a kind", r)
+	}
+	return nil
+}
+
 func (r Resource) String() string {
 	if r.Group == "" {
 		return r.Resource
@@ -81,8 +88,8 @@ func (c *Config) validate() error {
 	}
 	seen := map[schema.GroupKind]bool{}
 	for _, r := range c.Resources {
-		if r.Version == "" || r.Resource == "" || r.Kind == "" {
-			return fmt.Errorf("garbagecollector: resource %+v needs a version, a plural and a kind", r)
+		if err := r.validate(); err != nil {
+			return err
 		}
 		if seen[r.GroupKind()] {
 			return fmt.Errorf("garbagecollector: kind %s is listed twice", r.GroupKind())

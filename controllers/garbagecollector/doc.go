@@ -25,6 +25,11 @@
 // patches are JSON patches that first test the UID and the entries they
 // change.
 //
+// Resources the server begins to serve at runtime, such as those of
+// CustomResourceDefinitions, are added with AddResource and removed with
+// RemoveResource; the collector runs their informers itself, under the
+// last cache Caches returns.
+//
 // The caller's duties: build the GC before the caches run (it adds its
 // handlers in New), run every informer from Caches as a controllers.Cache
 // and the GC itself as a controllers.Runnable (both are what

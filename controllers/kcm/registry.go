@@ -61,6 +61,9 @@ func registry() []entry {
 		for _, c := range g.Caches() {
 			d.AddCache(c)
 		}
+		if d.Caches.CustomResourceDefinitions != nil {
+			followCRDs(d.Caches.CustomResourceDefinitions, g, d.Logger.With("controller", "garbagecollector"))
+		}
 		gc = g
 		return g, nil
 	}
@@ -166,10 +169,18 @@ func registry() []entry {
 					res = append(res, namespace.Resource{GVR: r.GVR(), Objects: inf})
 				}
 			}
-			return namespace.New(namespace.Config{
+			c, err := namespace.New(namespace.Config{
 				Namespaces: d.Caches.Namespaces, Resources: res, Client: d.Client, Metadata: mc,
 				Recorder: d.Recorder("namespace-controller"), WriteConditions: true, Logger: d.Logger.With("controller", "namespace"),
 			})
+			if err != nil {
+				return nil, err
+			}
+			if d.Caches.CustomResourceDefinitions != nil {
+				// After the collector's follower (gcFor), which makes the caches.
+				followCRDs(d.Caches.CustomResourceDefinitions, namespaceSink{gc: g, c: c}, d.Logger.With("controller", "namespace"))
+			}
+			return c, nil
 		}},
 		{name: serviceaccount.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
 			return serviceaccount.New(serviceaccount.Config{Client: d.Client, Namespaces: d.Caches.Namespaces, ServiceAccounts: d.Caches.ServiceAccounts,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,11 +47,20 @@ type Resource struct {
 	Objects Lister
 }
 
+func (r Resource) validate() error {
+	inf, isInformer := r.Objects.(*informer.Informer[*metav1.PartialObjectMetadata])
+	if r.GVR.Version == "" || r.GVR.Resource == "" || r.Objects == nil || (isInformer && inf == nil) {
+		return fmt.Errorf("namespace: resource %v needs a version, a plural and a cache", r.GVR)
+	}
+	return nil
+}
+
 // Config configures a Controller.
 type Config struct {
 	// Namespaces is the namespaces' cache.
 	Namespaces *informer.Informer[*corev1.Namespace]
-	// Resources are every namespaced resource the server serves.
+	// Resources are every namespaced resource the server serves (more may
+	// be added at runtime: AddResource).
 	Resources []Resource
 	// Client writes namespace status, finalize and delete.
 	Client kubernetes.Interface
@@ -84,9 +94,8 @@ func (c *Config) validate() error {
 		return errors.New("namespace: Resources is empty")
 	}
 	for _, r := range c.Resources {
-		inf, isInformer := r.Objects.(*informer.Informer[*metav1.PartialObjectMetadata])
-		if r.GVR.Version == "" || r.GVR.Resource == "" || r.Objects == nil || (isInformer && inf == nil) {
-			return fmt.Errorf("namespace: resource %v needs a version, a plural and a cache", r.GVR)
+		if err := r.validate(); err != nil {
+			return err
 		}
 	}
 	if c.PollInterval <= 0 {
@@ -109,6 +118,11 @@ type Controller struct {
 	cfg  Config
 	log  *slog.Logger
 	ctrl *controllers.Controller
+	// mu guards the resources of Config.Resources and those added at
+	// runtime (runtime.go), by GVR; each pass reads a snapshot of them.
+	mu        sync.RWMutex
+	resources []Resource
+	added     map[schema.GroupVersionResource]bool
 }
 
 var (
@@ -121,7 +135,8 @@ func New(cfg Config) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger.With("controller", "namespace")}
+	c := &Controller{cfg: cfg, log: cfg.Logger.With("controller", "namespace"),
+		resources: slices.Clone(cfg.Resources), added: map[schema.GroupVersionResource]bool{}}
 	c.ctrl = controllers.New("namespace", c, controllers.Options{Workers: cfg.Workers, Logger: cfg.Logger})
 	enqueue := func(ns *corev1.Namespace) {
 		if ns.DeletionTimestamp != nil {
@@ -137,7 +152,7 @@ func New(cfg Config) (*Controller, error) {
 
 // Run reconciles until ctx ends (controllers.Runnable).
 func (c *Controller) Run(ctx context.Context) {
-	c.log.Debug("namespace controller starting", "resources", len(c.cfg.Resources))
+	c.log.Debug("namespace controller starting", "resources", len(c.snapshot()))
 	c.ctrl.Run(ctx)
 }
 
@@ -147,14 +162,15 @@ func (c *Controller) Reconcile(ctx context.Context, req controllers.Request) (co
 	if !ok || ns.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
 		return controllers.Result{}, nil
 	}
-	contents := make([]content, 0, len(c.cfg.Resources))
-	for _, r := range c.cfg.Resources {
+	resources := c.snapshot()
+	contents := make([]content, 0, len(resources))
+	for _, r := range resources {
 		contents = append(contents, content{gvr: r.GVR, objects: r.Objects.ListNamespace(ns.Name)})
 	}
 	p := planPass(contents)
 	failures := c.deleteCollections(ctx, ns, p.Delete)
 	if p.Empty() && len(failures) == 0 {
-		left, err := c.confirmEmpty(ctx, ns.Name)
+		left, err := c.confirmEmpty(ctx, ns.Name, resources)
 		if err != nil {
 			return controllers.Result{}, err
 		}
@@ -198,9 +214,9 @@ func (c *Controller) deleteCollections(ctx context.Context, ns *corev1.Namespace
 
 // confirmEmpty asks the API, one object per resource, whether anything is
 // left in the namespace, and returns the resources that hold some.
-func (c *Controller) confirmEmpty(ctx context.Context, ns string) ([]schema.GroupVersionResource, error) {
+func (c *Controller) confirmEmpty(ctx context.Context, ns string, resources []Resource) ([]schema.GroupVersionResource, error) {
 	var left []schema.GroupVersionResource
-	for _, r := range c.cfg.Resources {
+	for _, r := range resources {
 		list, err := c.cfg.Metadata.Resource(r.GVR).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil {
 			return nil, fmt.Errorf("listing %s in namespace %s: %w", r.GVR.GroupResource(), ns, err)

@@ -15,5 +15,7 @@
 // The caller's duties: give it the namespaces' cache (New adds a handler,
 // so call it before the caches run) and, for every namespaced resource the
 // server serves, a metadata cache that can list a namespace (the garbage
-// collector's informers fit); run it as a controllers.Runnable.
+// collector's informers fit), including those served from
+// CustomResourceDefinitions, which come and go at runtime (AddResource,
+// RemoveResource); run it as a controllers.Runnable.
 package namespace
