@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/claim"
 )
 
 // register adds the informer handlers: a CronJob change enqueues it (a
@@ -62,13 +63,5 @@ func (r *reconciler) cronJobUpdated(old, cur *batchv1.CronJob, enqueue func(cont
 
 // controllerOf returns the cached CronJob controlling j, or nil.
 func (r *reconciler) controllerOf(j *batchv1.Job) *batchv1.CronJob {
-	ref := metav1.GetControllerOf(j)
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	cj, ok := r.cronJobs.Get(j.Namespace, ref.Name)
-	if !ok || cj.UID != ref.UID {
-		return nil
-	}
-	return cj
+	return claim.ControllerOf(j, controllerKind.Kind, r.cronJobs.Get)
 }

@@ -28,7 +28,9 @@ import (
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/expectations"
 	"github.com/kubebus/kubebus/controllers/history"
+	"github.com/kubebus/kubebus/controllers/podwrite"
 )
 
 // Name is the controller's name (for --controllers and logs).
@@ -140,7 +142,7 @@ func newReconciler(cfg Config, w writers) *reconciler {
 	return &reconciler{
 		pods: cfg.Pods, nodes: cfg.Nodes, dsets: cfg.DaemonSets, revs: cfg.Revisions, w: w, rec: cfg.Recorder,
 		log: cfg.Logger.With("controller", Name), burst: cfg.BurstReplicas, now: cfg.Now,
-		exp: newExpectations(cfg.Now), backoff: newFailedBackoff(),
+		exp: expectations.New(cfg.Now, expectations.DefaultTTL), backoff: newFailedBackoff(),
 	}
 }
 
@@ -155,7 +157,7 @@ type reconciler struct {
 	log   *slog.Logger
 	burst int
 	now   func() time.Time
-	exp   *expectations
+	exp   *expectations.Expectations
 	// backoff paces the replacement of failed pods.
 	backoff *failedBackoff
 }
@@ -164,7 +166,7 @@ var _ controllers.Reconciler = (*reconciler)(nil)
 
 // writers are the API writes, behind interfaces the unit tests fake.
 type writers struct {
-	pods  podWriter
+	pods  podwrite.Writer
 	dsets dsWriter
 	revs  history.Client
 }

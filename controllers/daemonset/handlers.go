@@ -7,10 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/claim"
 )
 
 // register adds the informer handlers: a DaemonSet change enqueues it; a
@@ -24,7 +24,7 @@ func (r *reconciler) register(enqueue func(controllers.Request)) {
 		AddFunc:    func(ds *appsv1.DaemonSet) { enqueue(controllers.KeyOf(ds)) },
 		UpdateFunc: func(_, ds *appsv1.DaemonSet) { enqueue(controllers.KeyOf(ds)) },
 		DeleteFunc: func(ds *appsv1.DaemonSet) {
-			r.exp.forget(controllers.KeyOf(ds).String())
+			r.exp.Forget(controllers.KeyOf(ds).String())
 			enqueue(controllers.KeyOf(ds))
 		},
 	})
@@ -72,9 +72,9 @@ type podHandler struct {
 func (h podHandler) added(p *corev1.Pod) {
 	if ds := h.r.controllerOf(p); ds != nil {
 		key := controllers.KeyOf(ds)
-		h.r.exp.creationObserved(key.String(), 1)
+		h.r.exp.CreationsObserved(key.String(), 1)
 		if p.DeletionTimestamp != nil {
-			h.r.exp.deletionObserved(key.String(), podKey(p))
+			h.r.exp.DeletionObserved(key.String(), podKey(p))
 		}
 		h.enqueue(key)
 		return
@@ -112,31 +112,21 @@ func (h podHandler) deleted(p *corev1.Pod) {
 		return
 	}
 	key := controllers.KeyOf(ds)
-	h.r.exp.deletionObserved(key.String(), podKey(p))
+	h.r.exp.DeletionObserved(key.String(), podKey(p))
 	h.enqueue(key)
 }
 
 // enqueueSelecting enqueues every DaemonSet in the orphan's namespace
 // whose selector matches it: one of them may adopt it.
 func (h podHandler) enqueueSelecting(p *corev1.Pod) {
-	for _, ds := range h.r.dsets.ListNamespace(p.Namespace) {
-		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
+	for _, ds := range claim.Selecting(h.r.dsets.ListNamespace(p.Namespace), dsSelector, p.Labels) {
 		h.enqueue(controllers.KeyOf(ds))
 	}
 }
 
 // controllerOf returns the cached DaemonSet controlling p, or nil.
 func (r *reconciler) controllerOf(p *corev1.Pod) *appsv1.DaemonSet {
-	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	ds, ok := r.dsets.Get(p.Namespace, ref.Name)
-	if !ok || ds.UID != ref.UID {
-		return nil
-	}
-	return ds
+	return claim.ControllerOf(p, controllerKind.Kind, r.dsets.Get)
 }
+
+func dsSelector(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }

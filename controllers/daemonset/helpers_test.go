@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -78,16 +79,17 @@ func nodes(n int, opts ...nodeOpt) []*corev1.Node {
 // podOpt changes a test pod.
 type podOpt func(*corev1.Pod)
 
-var podSeq int
+// podSeq numbers test pods; tests run in parallel.
+var podSeq atomic.Int64
 
 // testPod is a pod of ds (of revision hash) for node, bound to it and
 // ready since t0 unless opts say otherwise.
 func testPod(ds *appsv1.DaemonSet, node, hash string, opts ...podOpt) *corev1.Pod {
-	podSeq++
+	seq := podSeq.Add(1)
 	p := newPod(ds, podTemplate(ds, hash), node)
-	p.Name = fmt.Sprintf("%s-%s-%d", ds.Name, node, podSeq)
+	p.Name = fmt.Sprintf("%s-%s-%d", ds.Name, node, seq)
 	p.UID = types.UID(p.Name)
-	p.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(podSeq) * time.Second))
+	p.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(seq) * time.Second))
 	p.Spec.NodeName = node
 	p.Status.Phase = corev1.PodRunning
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)}}

@@ -6,14 +6,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/kubebus/kubebus/controllers/podwrite"
 )
 
 // Event reasons, as upstream.
 const (
-	ReasonSuccessfulCreate = "SuccessfulCreate"
-	ReasonFailedCreate     = "FailedCreate"
-	ReasonSuccessfulDelete = "SuccessfulDelete"
-	ReasonFailedDelete     = "FailedDelete"
+	ReasonSuccessfulCreate = podwrite.ReasonSuccessfulCreate
+	ReasonFailedCreate     = podwrite.ReasonFailedCreate
+	ReasonSuccessfulDelete = podwrite.ReasonSuccessfulDelete
+	ReasonFailedDelete     = podwrite.ReasonFailedDelete
 	ReasonFailedDaemonPod  = "FailedDaemonPod"
 	ReasonSelectingAll     = "SelectingAll"
 )

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/history"
+	"github.com/kubebus/kubebus/controllers/podwrite"
 )
 
 // availabilitySlack is added to the wait for a pod to become available, so
@@ -27,7 +28,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (co
 	key := req.String()
 	ds, ok := r.dsets.Get(req.Namespace, req.Name)
 	if !ok {
-		r.exp.forget(key)
+		r.exp.Forget(key)
 		return controllers.Result{}, nil
 	}
 	if ds.DeletionTimestamp != nil {
@@ -43,7 +44,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (co
 	}
 	// Decide before reading the pods: a pod whose creation is observed
 	// after this point is in the cache when it is read below.
-	satisfied := r.exp.satisfied(key)
+	satisfied := r.exp.Satisfied(key)
 	cur, old, collisions, err := r.constructHistory(ctx, ds)
 	if err != nil {
 		if collisions != nil {
@@ -105,7 +106,7 @@ func (r *reconciler) apply(ctx context.Context, ds *appsv1.DaemonSet, template *
 	for i, p := range a.delete {
 		dels[i] = podKey(p)
 	}
-	r.exp.expect(key, len(a.create), dels)
+	r.exp.Expect(key, len(a.create), dels)
 	for _, p := range a.failed {
 		r.rec.Eventf(ds, corev1.EventTypeWarning, ReasonFailedDaemonPod, "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, p.Spec.NodeName)
 	}
@@ -130,20 +131,15 @@ func (r *reconciler) apply(ctx context.Context, ds *appsv1.DaemonSet, template *
 // off the expectations at once.
 func (r *reconciler) createPods(ctx context.Context, ds *appsv1.DaemonSet, template *corev1.PodTemplateSpec, nodes []string) error {
 	key := controllers.KeyOf(ds).String()
-	created, start := 0, 0
-	var err error
-	for size := 1; start < len(nodes); size *= 2 {
-		batch := nodes[start:min(start+size, len(nodes))]
-		start += len(batch)
-		ok, berr := r.createBatch(ctx, ds, template, batch)
-		created += ok
-		if berr != nil {
-			err = berr
-			break
-		}
-	}
+	created, err := podwrite.Creates{
+		Create: func(ctx context.Context, i int) (*corev1.Pod, error) {
+			return r.w.pods.Create(ctx, newPod(ds, template, nodes[i]))
+		},
+		Recorder: r.rec,
+		Object:   ds,
+	}.InBatches(ctx, len(nodes))
 	if missed := len(nodes) - created; missed > 0 {
-		r.exp.creationObserved(key, missed)
+		r.exp.CreationsObserved(key, missed)
 	}
 	if err != nil {
 		return fmt.Errorf("creating pods (%d of %d created): %w", created, len(nodes), err)
@@ -151,76 +147,16 @@ func (r *reconciler) createPods(ctx context.Context, ds *appsv1.DaemonSet, templ
 	return nil
 }
 
-// createBatch creates the pods of a batch of nodes in parallel and returns
-// how many the API server accepted (or may have: a timeout counts, as
-// upstream) and the first error.
-func (r *reconciler) createBatch(ctx context.Context, ds *appsv1.DaemonSet, template *corev1.PodTemplateSpec, nodes []string) (int, error) {
-	var (
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-		ok       int
-		firstErr error
-	)
-	for _, node := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pod, err := r.w.pods.Create(ctx, newPod(ds, template, node))
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				ok++
-				r.rec.Eventf(ds, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %s", pod.Name)
-			case apierrors.IsTimeout(err):
-				ok++
-			default:
-				if firstErr == nil {
-					firstErr = err
-				}
-				if ctx.Err() == nil {
-					r.rec.Eventf(ds, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return ok, firstErr
-}
-
 // deletePods deletes the victims in parallel.
 func (r *reconciler) deletePods(ctx context.Context, ds *appsv1.DaemonSet, victims []*corev1.Pod) error {
 	key := controllers.KeyOf(ds).String()
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs []error
-	)
-	for _, p := range victims {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := r.w.pods.Delete(ctx, p.Namespace, p.Name, p.UID)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				r.rec.Eventf(ds, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: %s", p.Name)
-			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-				// Gone already: its deletion may have been observed before
-				// it was expected.
-				r.exp.deletionObserved(key, podKey(p))
-			default:
-				r.exp.deletionObserved(key, podKey(p))
-				errs = append(errs, fmt.Errorf("deleting pod %s: %w", p.Name, err))
-				if ctx.Err() == nil {
-					r.rec.Eventf(ds, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	_, err := podwrite.Deletes{
+		Delete:   r.w.pods.Delete,
+		Recorder: r.rec,
+		Object:   ds,
+		Unseen:   func(p *corev1.Pod) { r.exp.DeletionObserved(key, podKey(p)) },
+	}.All(ctx, victims)
+	return err
 }
 
 func (r *reconciler) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, st appsv1.DaemonSetStatus) error {

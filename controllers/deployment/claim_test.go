@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebus/kubebus/controllers/claim"
 )
 
 func TestPlanClaims(t *testing.T) {
@@ -28,14 +30,14 @@ func TestPlanClaims(t *testing.T) {
 		mkRS(d, "theirs", "img:1", "1", 3, theirs),
 	}
 	sel, _ := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-	c := planClaims(d, sel, candidates)
-	if !slices.Equal(names(c.owned), []string{"mine"}) || !slices.Equal(names(c.adopt), []string{"orphan"}) || !slices.Equal(names(c.release), []string{"strayed"}) {
-		t.Errorf("owned %v adopt %v release %v", names(c.owned), names(c.adopt), names(c.release))
+	c := claim.Sort(d, claim.Selects[*appsv1.ReplicaSet](sel), candidates)
+	if !slices.Equal(names(c.Owned), []string{"mine"}) || !slices.Equal(names(c.Adopt), []string{"orphan"}) || !slices.Equal(names(c.Release), []string{"strayed"}) {
+		t.Errorf("owned %v adopt %v release %v", names(c.Owned), names(c.Adopt), names(c.Release))
 	}
 	d.DeletionTimestamp = &metav1.Time{Time: t0}
-	c = planClaims(d, sel, candidates)
-	if !slices.Equal(names(c.owned), []string{"mine"}) || len(c.adopt)+len(c.release) != 0 {
-		t.Errorf("a deployment being deleted: owned %v adopt %v release %v", names(c.owned), names(c.adopt), names(c.release))
+	c = claim.Sort(d, claim.Selects[*appsv1.ReplicaSet](sel), candidates)
+	if !slices.Equal(names(c.Owned), []string{"mine"}) || len(c.Adopt)+len(c.Release) != 0 {
+		t.Errorf("a deployment being deleted: owned %v adopt %v release %v", names(c.Owned), names(c.Adopt), names(c.Release))
 	}
 }
 
@@ -51,12 +53,12 @@ func TestPatches(t *testing.T) {
 			Annotations     map[string]string       `json:"annotations"`
 		} `json:"metadata"`
 	}
-	b, err := releasePatch(d, rs)
+	b, err := claim.ReleasePatch(d, rs)
 	if err != nil || json.Unmarshal(b, &got) != nil || got.Metadata.ResourceVersion != "17" || got.Metadata.OwnerReferences == nil || len(got.Metadata.OwnerReferences) != 0 {
 		t.Errorf("release patch %s (%v)", b, err)
 	}
 	rs.OwnerReferences = nil
-	b, err = adoptPatch(d, rs)
+	b, err = claim.AdoptPatch(d, controllerKind, rs)
 	if err != nil || json.Unmarshal(b, &got) != nil || len(got.Metadata.OwnerReferences) != 1 || got.Metadata.OwnerReferences[0].UID != d.UID {
 		t.Errorf("adopt patch %s (%v)", b, err)
 	}

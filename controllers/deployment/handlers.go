@@ -6,10 +6,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/claim"
 )
 
 // register adds the informer handlers: a Deployment change enqueues it; a
@@ -81,11 +81,7 @@ func (h rsHandler) deleted(rs *appsv1.ReplicaSet) {
 // enqueueSelecting enqueues every Deployment in the orphan's namespace
 // whose selector matches it: one of them may adopt it.
 func (h rsHandler) enqueueSelecting(rs *appsv1.ReplicaSet) {
-	for _, d := range h.r.deps.ListNamespace(rs.Namespace) {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
-			continue
-		}
+	for _, d := range claim.Selecting(h.r.deps.ListNamespace(rs.Namespace), deploymentSelector, rs.Labels) {
 		h.enqueue(controllers.KeyOf(d))
 	}
 }
@@ -93,15 +89,10 @@ func (h rsHandler) enqueueSelecting(rs *appsv1.ReplicaSet) {
 // resolve returns the cached Deployment a controller reference names, or
 // nil when it is not a Deployment or not this incarnation of it.
 func (r *reconciler) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref.Kind != "Deployment" {
-		return nil
-	}
-	d, ok := r.deps.Get(namespace, ref.Name)
-	if !ok || d.UID != ref.UID {
-		return nil
-	}
-	return d
+	return claim.Resolve(ref, controllerKind.Kind, namespace, r.deps.Get)
 }
+
+func deploymentSelector(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }
 
 // deploymentOfPod returns the Deployment controlling the pod's ReplicaSet.
 func (r *reconciler) deploymentOfPod(p *corev1.Pod) *appsv1.Deployment {

@@ -346,7 +346,7 @@ func newReplicaSet(d *appsv1.Deployment, newRevision int64) *appsv1.ReplicaSet {
 			Name:            d.Name + "-" + hash,
 			Namespace:       d.Namespace,
 			Labels:          maps.Clone(tmpl.Labels),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, controllerKind)},
 		},
 		Spec: appsv1.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: d.Spec.MinReadySeconds, Selector: sel, Template: *tmpl},
 	}

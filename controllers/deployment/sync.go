@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/cache"
+	"github.com/kubebus/kubebus/controllers/claim"
 )
 
 // Reconcile syncs one Deployment: claim its ReplicaSets, then, unless it is
@@ -94,48 +95,26 @@ func (s *syncer) claimReplicaSets(ctx context.Context, sel labels.Selector) ([]*
 			add(rs)
 		}
 	}
-	c := planClaims(s.d, sel, candidates)
-	owned := c.owned
-	var errs []error
-	if len(c.adopt) > 0 {
-		if err := s.canAdopt(ctx); err != nil {
-			errs = append(errs, err)
-		} else {
-			for _, rs := range c.adopt {
-				got, err := s.patchOwners(ctx, rs, adoptPatch)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("adopting replicaset %s: %w", rs.Name, err))
-					continue
-				}
-				if got != nil {
-					owned = append(owned, got)
-				}
-			}
-		}
-	}
-	for _, rs := range c.release {
-		if _, err := s.patchOwners(ctx, rs, releasePatch); err != nil {
-			errs = append(errs, fmt.Errorf("releasing replicaset %s: %w", rs.Name, err))
-		}
-	}
-	return owned, errors.Join(errs...)
+	plan := claim.Sort(s.d, claim.Selects[*appsv1.ReplicaSet](sel), candidates)
+	return claim.Apply(ctx, plan, claim.Writes[*appsv1.ReplicaSet]{
+		Kind: "replicaset",
+		CanAdopt: func(ctx context.Context) error {
+			return claim.CanAdopt(ctx, "deployment", s.d, s.w.deps.Get)
+		},
+		Adopt: func(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+			return s.patchOwners(ctx, rs, claim.AdoptRefs(s.d, controllerKind, rs))
+		},
+		Release: func(ctx context.Context, rs *appsv1.ReplicaSet) error {
+			_, err := s.patchOwners(ctx, rs, claim.ReleaseRefs(s.d, rs))
+			return err
+		},
+	})
 }
 
-// canAdopt reads the Deployment from the API server: one that is gone,
-// replaced or being deleted must not adopt.
-func (s *syncer) canAdopt(ctx context.Context) error {
-	fresh, err := s.w.deps.Get(ctx, s.d.Namespace, s.d.Name)
-	if err != nil {
-		return fmt.Errorf("checking deployment %s/%s before adopting: %w", s.d.Namespace, s.d.Name, err)
-	}
-	if fresh.UID != s.d.UID || fresh.DeletionTimestamp != nil {
-		return fmt.Errorf("deployment %s/%s is being deleted or was replaced", s.d.Namespace, s.d.Name)
-	}
-	return nil
-}
-
-func (s *syncer) patchOwners(ctx context.Context, rs *appsv1.ReplicaSet, build func(*appsv1.Deployment, *appsv1.ReplicaSet) ([]byte, error)) (*appsv1.ReplicaSet, error) {
-	patch, err := build(s.d, rs)
+// patchOwners sets rs's owner references and returns the stored
+// ReplicaSet, or nil when it is gone.
+func (s *syncer) patchOwners(ctx context.Context, rs *appsv1.ReplicaSet, refs []metav1.OwnerReference) (*appsv1.ReplicaSet, error) {
+	patch, err := claim.OwnerPatch(rs, refs)
 	if err != nil {
 		return nil, err
 	}

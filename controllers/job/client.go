@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubebus/kubebus/controllers/podwrite"
 )
 
 // podWriter is every pod write the controller makes.
@@ -15,7 +17,8 @@ type podWriter interface {
 	Create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
 	// Delete deletes a pod if it still has uid.
 	Delete(ctx context.Context, namespace, name string, uid types.UID) error
-	Patch(ctx context.Context, namespace, name string, pt types.PatchType, patch []byte) error
+	// PatchType applies a patch of type pt.
+	PatchType(ctx context.Context, namespace, name string, pt types.PatchType, patch []byte) error
 }
 
 // jobWriter is every Job read or write the controller makes.
@@ -32,22 +35,7 @@ type writers struct {
 }
 
 func clientWriters(c kubernetes.Interface) writers {
-	return writers{pods: podClient{c}, jobs: jobClient{c}}
-}
-
-type podClient struct{ c kubernetes.Interface }
-
-func (p podClient) Create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	return p.c.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-}
-
-func (p podClient) Delete(ctx context.Context, namespace, name string, uid types.UID) error {
-	return p.c.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-}
-
-func (p podClient) Patch(ctx context.Context, namespace, name string, pt types.PatchType, patch []byte) error {
-	_, err := p.c.CoreV1().Pods(namespace).Patch(ctx, name, pt, patch, metav1.PatchOptions{})
-	return err
+	return writers{pods: podwrite.NewClient(c), jobs: jobClient{c}}
 }
 
 type jobClient struct{ c kubernetes.Interface }

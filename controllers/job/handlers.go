@@ -7,11 +7,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/cache"
+	"github.com/kubebus/kubebus/controllers/claim"
 )
 
 // register adds the informer handlers. A Job created or changed in its
@@ -58,9 +58,9 @@ type podHandler struct {
 func (h podHandler) added(p *corev1.Pod) {
 	if j := h.r.controllerOf(p); j != nil {
 		key := controllers.KeyOf(j).String()
-		h.r.exp.created(key)
+		h.r.exp.CreationsObserved(key, 1)
 		if p.DeletionTimestamp != nil {
-			h.r.exp.deleted(key)
+			h.r.exp.DeletionsObserved(key, 1)
 		}
 		h.enqueue(j)
 		return
@@ -94,10 +94,10 @@ func (h podHandler) updated(old, cur *corev1.Pod) {
 	}
 	key := controllers.KeyOf(j).String()
 	if cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
-		h.r.exp.deleted(key)
+		h.r.exp.DeletionsObserved(key, 1)
 	}
 	if !hasTracking(cur) {
-		h.r.exp.finalizerRemoved(key, cur.UID)
+		h.r.fin.removed(key, cur.UID)
 	}
 	if isFinished(j) && hasTracking(cur) {
 		h.r.enqueueOrphan(controllers.KeyOf(cur))
@@ -112,40 +112,27 @@ func (h podHandler) deleted(p *corev1.Pod) {
 	}
 	key := controllers.KeyOf(j).String()
 	if p.DeletionTimestamp == nil {
-		h.r.exp.deleted(key)
+		h.r.exp.DeletionsObserved(key, 1)
 	}
-	h.r.exp.finalizerRemoved(key, p.UID)
+	h.r.fin.removed(key, p.UID)
 	h.enqueue(j)
 }
 
 // enqueueSelecting syncs every Job in the orphan's namespace whose
 // selector matches it: one may adopt it.
 func (h podHandler) enqueueSelecting(p *corev1.Pod) {
-	for _, j := range h.r.jobs.ListNamespace(p.Namespace) {
-		sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
+	for _, j := range claim.Selecting(h.r.jobs.ListNamespace(p.Namespace), jobSelector, p.Labels) {
 		h.enqueue(j)
 	}
 }
 
 func (r *reconciler) controllerOf(p *corev1.Pod) *batchv1.Job {
-	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil {
-		return nil
-	}
-	return r.resolve(p.Namespace, ref)
+	return claim.ControllerOf(p, controllerKind.Kind, r.jobs.Get)
 }
 
 // resolve returns the cached Job a controller reference names, or nil.
 func (r *reconciler) resolve(namespace string, ref *metav1.OwnerReference) *batchv1.Job {
-	if ref.Kind != "Job" {
-		return nil
-	}
-	j, ok := r.jobs.Get(namespace, ref.Name)
-	if !ok || j.UID != ref.UID {
-		return nil
-	}
-	return j
+	return claim.Resolve(ref, controllerKind.Kind, namespace, r.jobs.Get)
 }
+
+func jobSelector(j *batchv1.Job) *metav1.LabelSelector { return j.Spec.Selector }

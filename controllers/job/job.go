@@ -27,10 +27,14 @@ import (
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/expectations"
 )
 
 // Name is the controller's name (for --controllers and logs).
 const Name = "job"
+
+// controllerKind is the kind in the owner references the controller writes.
+var controllerKind = batchv1.SchemeGroupVersion.WithKind("Job")
 
 // Upstream's pod failure back-off: 10s, doubling per consecutive failure,
 // capped at six minutes (as documented for backoffLimit).
@@ -146,7 +150,7 @@ func newReconciler(cfg Config, w writers) *reconciler {
 	return &reconciler{
 		pods: cfg.Pods, jobs: cfg.Jobs, w: w, rec: cfg.Recorder, log: cfg.Logger.With("controller", Name),
 		now: cfg.Now, base: cfg.PodFailureBackoff, maxBackoff: cfg.MaxPodFailureBackoff, batch: cfg.BatchPeriod,
-		exp: newExpectations(cfg.Now), backoff: map[string]backoffRecord{}, written: map[string]int64{},
+		exp: expectations.New(cfg.Now, expectations.DefaultTTL), fin: newFinalizerExpectations(), backoff: map[string]backoffRecord{}, written: map[string]int64{},
 	}
 }
 
@@ -161,7 +165,8 @@ type reconciler struct {
 	base       time.Duration
 	maxBackoff time.Duration
 	batch      time.Duration
-	exp        *expectations
+	exp        *expectations.Expectations
+	fin        *finalizerExpectations
 
 	mu sync.Mutex
 	// backoff per Job key.

@@ -191,7 +191,7 @@ func newPod(j *batchv1.Job, index int, failures int32) *corev1.Pod {
 			Labels:          t.Labels,
 			Annotations:     t.Annotations,
 			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, controllerKind)},
 		},
 		Spec: t.Spec,
 	}

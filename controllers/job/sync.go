@@ -14,19 +14,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/cache"
+	"github.com/kubebus/kubebus/controllers/claim"
+	"github.com/kubebus/kubebus/controllers/podwrite"
 )
 
 // Event reasons (upstream's).
 const (
-	ReasonSuccessfulCreate = "SuccessfulCreate"
-	ReasonFailedCreate     = "FailedCreate"
-	ReasonSuccessfulDelete = "SuccessfulDelete"
-	ReasonFailedDelete     = "FailedDelete"
+	ReasonSuccessfulCreate = podwrite.ReasonSuccessfulCreate
+	ReasonFailedCreate     = podwrite.ReasonFailedCreate
+	ReasonSuccessfulDelete = podwrite.ReasonSuccessfulDelete
+	ReasonFailedDelete     = podwrite.ReasonFailedDelete
 	ReasonCompleted        = "Completed"
 	ReasonSuspended        = "Suspended"
 	ReasonResumed          = "Resumed"
@@ -64,12 +65,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (co
 	now := r.now()
 	// Decide before reading the pods: a pod observed after this point is
 	// in the cache when it is read below.
-	satisfied := r.exp.satisfied(key)
+	satisfied := r.exp.Satisfied(key)
 	pods, err := r.claimPods(ctx, j)
 	if err != nil {
 		return controllers.Result{}, err
 	}
-	st := newState(j, pods, r.exp.removing(key))
+	st := newState(j, pods, r.fin.removing(key))
 	startTimeSet := false
 	if j.Status.StartTime == nil && !suspended(j) {
 		t := metav1.NewTime(now)
@@ -149,7 +150,8 @@ func minPositive(a, b time.Duration) time.Duration {
 
 // forget drops what is remembered of a Job that is gone or finished.
 func (r *reconciler) forget(key string) {
-	r.exp.forget(key)
+	r.exp.Forget(key)
+	r.fin.forget(key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.backoff, key)
@@ -259,7 +261,7 @@ func (r *reconciler) removeFinalizers(ctx context.Context, key string, pods []*c
 	for i, p := range pods {
 		uids[i] = p.UID
 	}
-	r.exp.expectFinalizerRemoved(key, uids)
+	r.fin.expect(key, uids)
 	var (
 		mu      sync.Mutex
 		wg      sync.WaitGroup
@@ -272,17 +274,17 @@ func (r *reconciler) removeFinalizers(ctx context.Context, key string, pods []*c
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := r.w.pods.Patch(ctx, p.Namespace, p.Name, types.StrategicMergePatchType, removeFinalizerPatch)
+			err := r.w.pods.PatchType(ctx, p.Namespace, p.Name, types.StrategicMergePatchType, removeFinalizerPatch)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
 				removed = append(removed, p.UID)
 			case apierrors.IsNotFound(err):
-				r.exp.finalizerRemoved(key, p.UID)
+				r.fin.removed(key, p.UID)
 				removed = append(removed, p.UID)
 			default:
-				r.exp.finalizerRemoved(key, p.UID)
+				r.fin.removed(key, p.UID)
 				errs = append(errs, fmt.Errorf("removing the tracking finalizer of pod %s: %w", p.Name, err))
 			}
 		}()
@@ -335,7 +337,7 @@ func (r *reconciler) manage(ctx context.Context, st *state, backoff time.Duratio
 	active := int32(len(st.active))
 	plan := planManage(st, backoff)
 	if len(plan.remove) > 0 {
-		r.exp.expect(key, 0, len(plan.remove))
+		r.exp.ExpectCounts(key, 0, len(plan.remove))
 		removed, rdy, err := r.removePods(ctx, j, key, plan.remove)
 		st.terminating += removed
 		st.ready -= rdy
@@ -344,69 +346,27 @@ func (r *reconciler) manage(ctx context.Context, st *state, backoff time.Duratio
 	if plan.create == 0 {
 		return active, plan.retryAfter, nil
 	}
-	r.exp.expect(key, plan.create, 0)
-	created := 0
-	var err error
-	next := 0
-	for size := 1; next < plan.create; size *= 2 {
-		n := min(size, plan.create-next)
-		ok, berr := r.createBatch(ctx, j, plan, next, n)
-		created += ok
-		next += n
-		if berr != nil {
-			err = berr
-			break
-		}
-	}
-	for range plan.create - created {
-		r.exp.created(key)
+	r.exp.ExpectCounts(key, plan.create, 0)
+	created, err := podwrite.Creates{
+		Create: func(ctx context.Context, i int) (*corev1.Pod, error) {
+			index := noIndex
+			if plan.indexes != nil {
+				index = plan.indexes[i]
+			}
+			return r.w.pods.Create(ctx, newPod(j, index, plan.failures[index]))
+		},
+		Recorder: r.rec,
+		Object:   j,
+		// The namespace is going away: nothing more to do.
+		Ignore: func(err error) bool { return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) },
+	}.InBatches(ctx, plan.create)
+	if missed := plan.create - created; missed > 0 {
+		r.exp.CreationsObserved(key, missed)
 	}
 	if err != nil {
 		return active + int32(created), 0, fmt.Errorf("creating pods for job %s (%d of %d created): %w", key, created, plan.create, err)
 	}
 	return active + int32(created), 0, nil
-}
-
-// createBatch creates pods [from, from+n) of the plan in parallel and
-// returns how many were accepted.
-func (r *reconciler) createBatch(ctx context.Context, j *batchv1.Job, plan managePlan, from, n int) (int, error) {
-	var (
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-		ok       int
-		firstErr error
-	)
-	for i := from; i < from+n; i++ {
-		index := noIndex
-		if plan.indexes != nil {
-			index = plan.indexes[i]
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pod, err := r.w.pods.Create(ctx, newPod(j, index, plan.failures[index]))
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				ok++
-				r.rec.Eventf(j, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %s", pod.Name)
-			case apierrors.IsTimeout(err):
-				ok++
-			case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-				// The namespace is going away: nothing more to do.
-			default:
-				if firstErr == nil {
-					firstErr = err
-				}
-				if ctx.Err() == nil {
-					r.rec.Eventf(j, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return ok, firstErr
 }
 
 // removePods removes the tracking finalizer from pods, then deletes them;
@@ -424,7 +384,7 @@ func (r *reconciler) removePods(ctx context.Context, j *batchv1.Job, key string,
 			defer wg.Done()
 			err := error(nil)
 			if hasTracking(p) {
-				err = r.w.pods.Patch(ctx, p.Namespace, p.Name, types.StrategicMergePatchType, removeFinalizerPatch)
+				err = r.w.pods.PatchType(ctx, p.Namespace, p.Name, types.StrategicMergePatchType, removeFinalizerPatch)
 			}
 			if err == nil {
 				err = r.w.pods.Delete(ctx, p.Namespace, p.Name, p.UID)
@@ -432,7 +392,7 @@ func (r *reconciler) removePods(ctx context.Context, j *batchv1.Job, key string,
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				r.exp.deleted(key)
+				r.exp.DeletionsObserved(key, 1)
 				if !apierrors.IsNotFound(err) {
 					errs = append(errs, fmt.Errorf("deleting pod %s: %w", p.Name, err))
 					r.rec.Eventf(j, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
@@ -452,77 +412,65 @@ func (r *reconciler) removePods(ctx context.Context, j *batchv1.Job, key string,
 }
 
 // claimPods returns the pods j controls after adopting matching orphans
-// (adding the tracking finalizer) and releasing those it no longer selects.
+// (adding the tracking finalizer) and releasing those it no longer selects
+// (package claim decides).
 func (r *reconciler) claimPods(ctx context.Context, j *batchv1.Job) ([]*corev1.Pod, error) {
 	sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector)
 	if err != nil {
 		return nil, controllers.Terminal(fmt.Errorf("job %s/%s: invalid selector: %w", j.Namespace, j.Name, err))
 	}
-	var owned, adopt, release []*corev1.Pod
+	var candidates []*corev1.Pod
 	for _, p := range r.pods.ByIndex(cache.ByOwnerUID, string(j.UID)) {
-		ref := metav1.GetControllerOfNoCopy(p)
-		if p.Namespace != j.Namespace || ref == nil || ref.UID != j.UID {
-			continue
-		}
-		if !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
-			owned = append(owned, p)
-		} else if j.DeletionTimestamp == nil {
-			release = append(release, p)
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.UID == j.UID {
+			candidates = append(candidates, p)
 		}
 	}
 	if j.DeletionTimestamp == nil && !sel.Empty() {
 		for _, p := range r.pods.ByIndex(cache.ByOrphanNamespace, j.Namespace) {
-			if p.DeletionTimestamp == nil && metav1.GetControllerOfNoCopy(p) == nil && sel.Matches(labels.Set(p.Labels)) {
-				adopt = append(adopt, p)
+			if metav1.GetControllerOfNoCopy(p) == nil {
+				candidates = append(candidates, p)
 			}
 		}
 	}
-	var errs []error
-	if len(adopt) > 0 {
-		if err := r.canAdopt(ctx, j); err != nil {
-			errs = append(errs, err)
-		} else {
-			for _, p := range adopt {
-				patch, err := ownerPatch(p, append(slices.Clone(p.OwnerReferences), *metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))), true)
-				if err == nil {
-					err = r.w.pods.Patch(ctx, p.Namespace, p.Name, types.MergePatchType, patch)
-				}
-				if err != nil {
-					if !apierrors.IsNotFound(err) {
-						errs = append(errs, fmt.Errorf("adopting pod %s: %w", p.Name, err))
-					}
-					continue
-				}
-				cp := p.DeepCopy()
-				cp.OwnerReferences = append(cp.OwnerReferences, *metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job")))
-				if !hasTracking(cp) {
-					cp.Finalizers = append(cp.Finalizers, batchv1.JobTrackingFinalizer)
-				}
-				owned = append(owned, cp)
+	patch := func(ctx context.Context, namespace, name string, patch []byte) error {
+		return r.w.pods.PatchType(ctx, namespace, name, types.MergePatchType, patch)
+	}
+	plan := claim.Sort(j, claim.Selects[*corev1.Pod](sel), candidates)
+	return claim.Apply(ctx, plan, claim.Writes[*corev1.Pod]{
+		Kind: "pod",
+		CanAdopt: func(ctx context.Context) error {
+			return claim.CanAdopt(ctx, "job", j, r.w.jobs.Get)
+		},
+		Adopt: func(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
+			refs := claim.AdoptRefs(j, controllerKind, p)
+			b, err := adoptPatch(p, refs)
+			if err == nil {
+				err = patch(ctx, p.Namespace, p.Name, b)
 			}
-		}
-	}
-	for _, p := range release {
-		refs := slices.DeleteFunc(slices.Clone(p.OwnerReferences), func(o metav1.OwnerReference) bool { return o.UID == j.UID })
-		if refs == nil {
-			refs = []metav1.OwnerReference{}
-		}
-		patch, err := ownerPatch(p, refs, false)
-		if err == nil {
-			err = r.w.pods.Patch(ctx, p.Namespace, p.Name, types.MergePatchType, patch)
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("releasing pod %s: %w", p.Name, err))
-		}
-	}
-	return owned, errors.Join(errs...)
+			if apierrors.IsNotFound(err) {
+				return nil, nil // gone: not j's
+			}
+			if err != nil {
+				return nil, err
+			}
+			cp := p.DeepCopy()
+			cp.OwnerReferences = refs
+			if !hasTracking(cp) {
+				cp.Finalizers = append(cp.Finalizers, batchv1.JobTrackingFinalizer)
+			}
+			return cp, nil
+		},
+		Release: func(ctx context.Context, p *corev1.Pod) error {
+			return claim.PatchOwners(ctx, p, claim.ReleaseRefs(j, p), patch)
+		},
+	})
 }
 
-// ownerPatch sets a pod's owner references (and, adopting, the tracking
-// finalizer), pinned to the pod's version.
-func ownerPatch(p *corev1.Pod, refs []metav1.OwnerReference, track bool) ([]byte, error) {
+// adoptPatch sets a pod's owner references and, unless it has it, the
+// tracking finalizer: a claim.MergePatch with the finalizers added.
+func adoptPatch(p *corev1.Pod, refs []metav1.OwnerReference) ([]byte, error) {
 	meta := map[string]any{"uid": p.UID, "resourceVersion": p.ResourceVersion, "ownerReferences": refs}
-	if track && !hasTracking(p) {
+	if !hasTracking(p) {
 		meta["finalizers"] = append(slices.Clone(p.Finalizers), batchv1.JobTrackingFinalizer)
 	}
 	b, err := json.Marshal(map[string]any{"metadata": meta})
@@ -530,22 +478,6 @@ func ownerPatch(p *corev1.Pod, refs []metav1.OwnerReference, track bool) ([]byte
 		return nil, fmt.Errorf("encoding the owner patch of pod %s: %w", p.Name, err)
 	}
 	return b, nil
-}
-
-// canAdopt reads j from the API server: a Job that is gone, replaced or
-// being deleted must not adopt.
-func (r *reconciler) canAdopt(ctx context.Context, j *batchv1.Job) error {
-	fresh, err := r.w.jobs.Get(ctx, j.Namespace, j.Name)
-	if err != nil {
-		return fmt.Errorf("checking job %s/%s before adopting: %w", j.Namespace, j.Name, err)
-	}
-	if fresh.UID != j.UID {
-		return fmt.Errorf("job %s/%s was replaced", j.Namespace, j.Name)
-	}
-	if fresh.DeletionTimestamp != nil {
-		return fmt.Errorf("job %s/%s is being deleted", j.Namespace, j.Name)
-	}
-	return nil
 }
 
 // syncOrphan removes the tracking finalizer from a pod no running Job
@@ -563,7 +495,7 @@ func (r *reconciler) syncOrphan(ctx context.Context, req controllers.Request) (c
 			return controllers.Result{}, nil // its Job tracks it
 		}
 	}
-	err := r.w.pods.Patch(ctx, p.Namespace, p.Name, types.StrategicMergePatchType, removeFinalizerPatch)
+	err := r.w.pods.PatchType(ctx, p.Namespace, p.Name, types.StrategicMergePatchType, removeFinalizerPatch)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return controllers.Result{}, fmt.Errorf("removing the tracking finalizer of orphan pod %s: %w", req, err)
 	}

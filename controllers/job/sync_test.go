@@ -45,7 +45,7 @@ func (f *fakeWriters) Delete(_ context.Context, _, name string, _ types.UID) err
 	return nil
 }
 
-func (f *fakeWriters) Patch(_ context.Context, _, name string, _ types.PatchType, _ []byte) error {
+func (f *fakeWriters) PatchType(_ context.Context, _, name string, _ types.PatchType, _ []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.patched = append(f.patched, name)

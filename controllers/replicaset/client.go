@@ -4,20 +4,11 @@ import (
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-)
 
-// podWriter is every pod write the controller makes.
-type podWriter interface {
-	Create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
-	// Delete deletes a pod if it still has uid.
-	Delete(ctx context.Context, namespace, name string, uid types.UID) error
-	// Patch applies a JSON merge patch.
-	Patch(ctx context.Context, namespace, name string, patch []byte) error
-}
+	"github.com/kubebus/kubebus/controllers/podwrite"
+)
 
 // rsWriter is every ReplicaSet read or write the controller makes through
 // the API.
@@ -29,27 +20,12 @@ type rsWriter interface {
 }
 
 type writers struct {
-	pods  podWriter
+	pods  podwrite.Writer
 	rsets rsWriter
 }
 
 func clientWriters(c kubernetes.Interface) writers {
-	return writers{pods: podClient{c}, rsets: rsClient{c}}
-}
-
-type podClient struct{ c kubernetes.Interface }
-
-func (p podClient) Create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	return p.c.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-}
-
-func (p podClient) Delete(ctx context.Context, namespace, name string, uid types.UID) error {
-	return p.c.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-}
-
-func (p podClient) Patch(ctx context.Context, namespace, name string, patch []byte) error {
-	_, err := p.c.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
+	return writers{pods: podwrite.NewClient(c), rsets: rsClient{c}}
 }
 
 type rsClient struct{ c kubernetes.Interface }

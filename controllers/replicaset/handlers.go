@@ -6,10 +6,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/claim"
 )
 
 // register adds the informer handlers: a ReplicaSet change enqueues it; a
@@ -20,7 +20,7 @@ func (r *reconciler) register(enqueue func(controllers.Request)) {
 		AddFunc:    func(rs *appsv1.ReplicaSet) { enqueue(controllers.KeyOf(rs)) },
 		UpdateFunc: func(_, rs *appsv1.ReplicaSet) { enqueue(controllers.KeyOf(rs)) },
 		DeleteFunc: func(rs *appsv1.ReplicaSet) {
-			r.exp.forget(controllers.KeyOf(rs).String())
+			r.exp.Forget(controllers.KeyOf(rs).String())
 			enqueue(controllers.KeyOf(rs))
 		},
 	})
@@ -40,9 +40,9 @@ func (h podHandler) added(p *corev1.Pod) {
 			return // not a ReplicaSet's, or one this cache does not hold
 		}
 		key := controllers.KeyOf(rs)
-		h.r.exp.creationsObserved(key.String(), 1)
+		h.r.exp.CreationsObserved(key.String(), 1)
 		if p.DeletionTimestamp != nil {
-			h.r.exp.deletionObserved(key.String(), podKey(p))
+			h.r.exp.DeletionObserved(key.String(), podKey(p))
 		}
 		h.enqueue(key)
 		return
@@ -89,43 +89,30 @@ func (h podHandler) deleted(p *corev1.Pod) {
 		return
 	}
 	key := controllers.KeyOf(rs)
-	h.r.exp.deletionObserved(key.String(), podKey(p))
+	h.r.exp.DeletionObserved(key.String(), podKey(p))
 	h.enqueue(key)
 }
 
 // enqueueSelecting enqueues every ReplicaSet in the orphan's namespace
 // whose selector matches it: one of them may adopt it.
 func (h podHandler) enqueueSelecting(p *corev1.Pod) {
-	for _, rs := range h.r.rsets.ListNamespace(p.Namespace) {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
+	for _, rs := range claim.Selecting(h.r.rsets.ListNamespace(p.Namespace), rsSelector, p.Labels) {
 		h.enqueue(controllers.KeyOf(rs))
 	}
 }
 
 // controllerOf returns the cached ReplicaSet controlling p, or nil.
 func (r *reconciler) controllerOf(p *corev1.Pod) *appsv1.ReplicaSet {
-	ref := metav1.GetControllerOf(p)
-	if ref == nil {
-		return nil
-	}
-	return r.resolve(p.Namespace, ref)
+	return claim.ControllerOf(p, controllerKind.Kind, r.rsets.Get)
 }
 
 // resolve returns the cached ReplicaSet a controller reference names, or
 // nil when it is not a ReplicaSet or not this incarnation of it.
 func (r *reconciler) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != "ReplicaSet" {
-		return nil
-	}
-	rs, ok := r.rsets.Get(namespace, ref.Name)
-	if !ok || rs.UID != ref.UID {
-		return nil
-	}
-	return rs
+	return claim.Resolve(ref, controllerKind.Kind, namespace, r.rsets.Get)
 }
+
+func rsSelector(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }
 
 func sameRef(a, b *metav1.OwnerReference) bool {
 	if a == nil || b == nil {

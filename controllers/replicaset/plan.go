@@ -39,20 +39,6 @@ func replicaDiff(want int32, active, burst int) int {
 	return max(-burst, min(burst, int(want)-active))
 }
 
-// batchSizes splits n creations into slow-start batches: initial, then
-// twice the previous batch, the last one holding what remains. A batch runs
-// only when the one before it succeeded completely, so a failing template
-// (quota, admission) costs a few calls instead of n.
-func batchSizes(n, initial int) []int {
-	var out []int
-	for size := max(initial, 1); n > 0; size *= 2 {
-		b := min(size, n)
-		out = append(out, b)
-		n -= b
-	}
-	return out
-}
-
 // newPod is a pod built from rs's template, controlled by rs.
 func newPod(rs *appsv1.ReplicaSet) *corev1.Pod {
 	t := rs.Spec.Template.DeepCopy()
@@ -63,7 +49,7 @@ func newPod(rs *appsv1.ReplicaSet) *corev1.Pod {
 			Labels:          t.Labels,
 			Annotations:     t.Annotations,
 			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, controllerKind)},
 		},
 		Spec: t.Spec,
 	}

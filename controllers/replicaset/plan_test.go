@@ -12,29 +12,6 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
-func TestBatchSizes(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		n, initial int
-		want       []int
-	}{
-		{0, 1, nil},
-		{1, 1, []int{1}},
-		{2, 1, []int{1, 1}},
-		{3, 1, []int{1, 2}},
-		{10, 1, []int{1, 2, 4, 3}},
-		{15, 1, []int{1, 2, 4, 8}},
-		{500, 1, []int{1, 2, 4, 8, 16, 32, 64, 128, 245}},
-		{5, 0, []int{1, 2, 2}},
-		{7, 3, []int{3, 4}},
-	}
-	for _, tt := range tests {
-		if got := batchSizes(tt.n, tt.initial); !slices.Equal(got, tt.want) {
-			t.Errorf("batchSizes(%d, %d) = %v, want %v", tt.n, tt.initial, got, tt.want)
-		}
-	}
-}
-
 func TestReplicaDiff(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

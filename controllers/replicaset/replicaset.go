@@ -5,9 +5,9 @@
 // and reports the counts in the ReplicaSet's status.
 //
 // The decisions are pure functions of a ReplicaSet and its pods (plan.go,
-// claim.go, status.go); Reconcile reads the bus-fed caches, applies the plan
+// status.go, with the ownership decisions of package claim); Reconcile reads the bus-fed caches, applies the plan
 // through the API and records Events. Creations and deletions in flight are
-// remembered per ReplicaSet (expectations.go) until the cache shows them, so
+// remembered per ReplicaSet (package expectations) until the cache shows them, so
 // a sync that runs before the cache caught up never creates twice.
 package replicaset
 
@@ -23,10 +23,14 @@ import (
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/expectations"
 )
 
 // Name is the controller's name (for --controllers and logs).
 const Name = "replicaset"
+
+// controllerKind is the kind in the owner references the controller writes.
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
 // DefaultBurstReplicas bounds the pods created or deleted in one sync, as upstream.
 const DefaultBurstReplicas = 500
@@ -112,7 +116,7 @@ func newReconciler(cfg Config, w writers) *reconciler {
 	return &reconciler{
 		pods: cfg.Pods, rsets: cfg.ReplicaSets, w: w, rec: cfg.Recorder,
 		log: cfg.Logger.With("controller", Name), burst: cfg.BurstReplicas, now: cfg.Now,
-		exp: newExpectations(cfg.Now),
+		exp: expectations.New(cfg.Now, expectations.DefaultTTL),
 	}
 }
 
@@ -125,7 +129,7 @@ type reconciler struct {
 	log   *slog.Logger
 	burst int
 	now   func() time.Time
-	exp   *expectations
+	exp   *expectations.Expectations
 }
 
 var _ controllers.Reconciler = (*reconciler)(nil)

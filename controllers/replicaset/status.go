@@ -8,14 +8,16 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubebus/kubebus/controllers/podwrite"
 )
 
 // Event reasons.
 const (
-	ReasonSuccessfulCreate = "SuccessfulCreate"
-	ReasonFailedCreate     = "FailedCreate"
-	ReasonSuccessfulDelete = "SuccessfulDelete"
-	ReasonFailedDelete     = "FailedDelete"
+	ReasonSuccessfulCreate = podwrite.ReasonSuccessfulCreate
+	ReasonFailedCreate     = podwrite.ReasonFailedCreate
+	ReasonSuccessfulDelete = podwrite.ReasonSuccessfulDelete
+	ReasonFailedDelete     = podwrite.ReasonFailedDelete
 )
 
 // calculateStatus is rs's status given its active pods; manageErr is the

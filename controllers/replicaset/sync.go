@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/cache"
+	"github.com/kubebus/kubebus/controllers/claim"
+	"github.com/kubebus/kubebus/controllers/podwrite"
 )
 
 // availabilitySlack is added to the wait for a pod to become available, so
@@ -28,12 +29,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (co
 	key := req.String()
 	rs, ok := r.rsets.Get(req.Namespace, req.Name)
 	if !ok {
-		r.exp.forget(key)
+		r.exp.Forget(key)
 		return controllers.Result{}, nil
 	}
 	// Decide before reading the pods: a pod whose creation is observed
 	// after this point is in the cache when it is read below.
-	satisfied := r.exp.satisfied(key)
+	satisfied := r.exp.Satisfied(key)
 	sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
 		return controllers.Result{}, controllers.Terminal(fmt.Errorf("replicaset %s: invalid selector: %w", key, err))
@@ -69,31 +70,27 @@ func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (co
 // claimPods returns the pods rs controls after adopting matching orphans
 // and releasing the pods it no longer selects.
 func (r *reconciler) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, sel labels.Selector) ([]*corev1.Pod, error) {
-	c := planClaims(rs, sel, r.candidates(rs, sel))
-	owned := c.owned
-	var errs []error
-	if len(c.adopt) > 0 {
-		if err := r.canAdopt(ctx, rs); err != nil {
-			errs = append(errs, err)
-		} else {
-			for _, p := range c.adopt {
-				if err := r.patchOwners(ctx, rs, p, adoptPatch); err != nil {
-					errs = append(errs, fmt.Errorf("adopting pod %s/%s: %w", p.Namespace, p.Name, err))
-					continue
-				}
-				r.log.Debug("adopted pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", p.Name)
-				owned = append(owned, p)
+	plan := claim.Sort(rs, claim.Selects[*corev1.Pod](sel), r.candidates(rs, sel))
+	return claim.Apply(ctx, plan, claim.Writes[*corev1.Pod]{
+		Kind: "pod",
+		CanAdopt: func(ctx context.Context) error {
+			return claim.CanAdopt(ctx, "replicaset", rs, r.w.rsets.Get)
+		},
+		Adopt: func(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
+			if err := claim.PatchOwners(ctx, p, claim.AdoptRefs(rs, controllerKind, p), r.w.pods.Patch); err != nil {
+				return nil, err
 			}
-		}
-	}
-	for _, p := range c.release {
-		if err := r.patchOwners(ctx, rs, p, releasePatch); err != nil {
-			errs = append(errs, fmt.Errorf("releasing pod %s/%s: %w", p.Namespace, p.Name, err))
-			continue
-		}
-		r.log.Debug("released pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", p.Name)
-	}
-	return owned, errors.Join(errs...)
+			r.log.Debug("adopted pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", p.Name)
+			return p, nil
+		},
+		Release: func(ctx context.Context, p *corev1.Pod) error {
+			if err := claim.PatchOwners(ctx, p, claim.ReleaseRefs(rs, p), r.w.pods.Patch); err != nil {
+				return err
+			}
+			r.log.Debug("released pod", "replicaset", rs.Namespace+"/"+rs.Name, "pod", p.Name)
+			return nil
+		},
+	})
 }
 
 // candidates are the pods rs controls and the orphans its selector matches.
@@ -125,35 +122,6 @@ func (r *reconciler) candidates(rs *appsv1.ReplicaSet, sel labels.Selector) []*c
 	return out
 }
 
-// canAdopt reads rs from the API server: a ReplicaSet that is gone,
-// replaced or being deleted must not adopt (the cache may lag).
-func (r *reconciler) canAdopt(ctx context.Context, rs *appsv1.ReplicaSet) error {
-	fresh, err := r.w.rsets.Get(ctx, rs.Namespace, rs.Name)
-	if err != nil {
-		return fmt.Errorf("checking replicaset %s/%s before adopting: %w", rs.Namespace, rs.Name, err)
-	}
-	if fresh.UID != rs.UID {
-		return fmt.Errorf("replicaset %s/%s was replaced (uid %s, cached %s)", rs.Namespace, rs.Name, fresh.UID, rs.UID)
-	}
-	if fresh.DeletionTimestamp != nil {
-		return fmt.Errorf("replicaset %s/%s is being deleted", rs.Namespace, rs.Name)
-	}
-	return nil
-}
-
-// patchOwners rewrites p's owner references with build (adoptPatch or
-// releasePatch); a pod that is gone needs nothing.
-func (r *reconciler) patchOwners(ctx context.Context, rs *appsv1.ReplicaSet, p *corev1.Pod, build func(*appsv1.ReplicaSet, *corev1.Pod) ([]byte, error)) error {
-	patch, err := build(rs, p)
-	if err != nil {
-		return err
-	}
-	if err := r.w.pods.Patch(ctx, p.Namespace, p.Name, patch); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
-}
-
 // manage creates or deletes pods so that active matches spec.replicas. It
 // returns the pods it deleted.
 func (r *reconciler) manage(ctx context.Context, rs *appsv1.ReplicaSet, active []*corev1.Pod) (map[types.UID]bool, error) {
@@ -172,62 +140,20 @@ func (r *reconciler) manage(ctx context.Context, rs *appsv1.ReplicaSet, active [
 // expectations at once; the others wait for the cache to show them.
 func (r *reconciler) createPods(ctx context.Context, rs *appsv1.ReplicaSet, n int) error {
 	key := controllers.KeyOf(rs).String()
-	r.exp.expectCreations(key, n)
-	created := 0
-	var err error
-	for _, size := range batchSizes(n, 1) {
-		ok, berr := r.createBatch(ctx, rs, size)
-		created += ok
-		if berr != nil {
-			err = berr
-			break
-		}
-	}
+	r.exp.ExpectCreations(key, n)
+	created, err := podwrite.Creates{
+		Create:   func(ctx context.Context, _ int) (*corev1.Pod, error) { return r.w.pods.Create(ctx, newPod(rs)) },
+		Recorder: r.rec,
+		Object:   rs,
+	}.InBatches(ctx, n)
 	if missed := n - created; missed > 0 {
-		r.exp.creationsObserved(key, missed)
+		r.exp.CreationsObserved(key, missed)
 	}
 	if err != nil {
 		return fmt.Errorf("creating pods for replicaset %s (%d of %d created): %w", key, created, n, err)
 	}
 	r.log.Debug("created pods", "replicaset", key, "count", created)
 	return nil
-}
-
-// createBatch creates size pods in parallel and returns how many the API
-// server accepted (or may have: a timeout counts, as upstream) and the
-// first error.
-func (r *reconciler) createBatch(ctx context.Context, rs *appsv1.ReplicaSet, size int) (int, error) {
-	var (
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-		ok       int
-		firstErr error
-	)
-	for range size {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pod, err := r.w.pods.Create(ctx, newPod(rs))
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				ok++
-				r.rec.Eventf(rs, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %s", pod.Name)
-			case apierrors.IsTimeout(err):
-				ok++
-			default:
-				if firstErr == nil {
-					firstErr = err
-				}
-				if ctx.Err() == nil {
-					r.rec.Eventf(rs, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return ok, firstErr
 }
 
 // deletePods deletes the victims in parallel and returns those that are
@@ -238,40 +164,14 @@ func (r *reconciler) deletePods(ctx context.Context, rs *appsv1.ReplicaSet, vict
 	for i, p := range victims {
 		keys[i] = podKey(p)
 	}
-	r.exp.expectDeletions(key, keys)
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		gone = map[types.UID]bool{}
-		errs []error
-	)
-	for _, p := range victims {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := r.w.pods.Delete(ctx, p.Namespace, p.Name, p.UID)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				gone[p.UID] = true
-				r.rec.Eventf(rs, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: %s", p.Name)
-			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-				// Gone already (or replaced by a namesake): its deletion
-				// may have been observed before it was expected.
-				gone[p.UID] = true
-				r.exp.deletionObserved(key, podKey(p))
-			default:
-				r.exp.deletionObserved(key, podKey(p))
-				errs = append(errs, fmt.Errorf("deleting pod %s: %w", p.Name, err))
-				if ctx.Err() == nil {
-					r.rec.Eventf(rs, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	r.exp.ExpectDeletions(key, keys)
+	gone, err := podwrite.Deletes{
+		Delete:   r.w.pods.Delete,
+		Recorder: r.rec,
+		Object:   rs,
+		Unseen:   func(p *corev1.Pod) { r.exp.DeletionObserved(key, podKey(p)) },
+	}.All(ctx, victims)
+	if err != nil {
 		return gone, fmt.Errorf("scaling down replicaset %s: %w", key, err)
 	}
 	r.log.Debug("deleted pods", "replicaset", key, "count", len(gone))

@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubebus/kubebus/controllers"
@@ -34,15 +33,6 @@ func mkRS(name string, replicas int32, sel map[string]string) *appsv1.ReplicaSet
 			},
 		},
 	}
-}
-
-func selectorOf(t *testing.T, rs *appsv1.ReplicaSet) labels.Selector {
-	t.Helper()
-	sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sel
 }
 
 // env is a reconciler over fake caches and writers.
@@ -363,14 +353,14 @@ func TestDeletionObservedThroughGracefulDelete(t *testing.T) {
 	p.ResourceVersion = "1"
 	e := newEnv(t, []*appsv1.ReplicaSet{rs}, p)
 	e.mustSync(t, rs)
-	if len(e.podW.deleted) != 1 || e.r.exp.satisfied("ns/web") {
-		t.Fatalf("deleted %v, satisfied %v", e.podW.deleted, e.r.exp.satisfied("ns/web"))
+	if len(e.podW.deleted) != 1 || e.r.exp.Satisfied("ns/web") {
+		t.Fatalf("deleted %v, satisfied %v", e.podW.deleted, e.r.exp.Satisfied("ns/web"))
 	}
 	// A pod on a node is deleted gracefully: it gets a deletionTimestamp first.
 	q := p.DeepCopy()
 	q.DeletionTimestamp, q.ResourceVersion = &metav1.Time{Time: t0}, "2"
 	e.pods.Set(q)
-	if !e.r.exp.satisfied("ns/web") {
+	if !e.r.exp.Satisfied("ns/web") {
 		t.Error("graceful deletion not taken as observed")
 	}
 }

@@ -2,7 +2,6 @@ package statefulset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubebus/kubebus/controllers/claim"
 )
 
 // execute makes a plan's writes. OrderedReady runs them one by one and
@@ -133,20 +134,10 @@ func (r *reconciler) podEvent(set *appsv1.StatefulSet, verb string, pod *corev1.
 // patchPodOwners sets p's owner references with a JSON merge patch pinned
 // to p's uid and resourceVersion; a pod that is gone needs nothing.
 func (r *reconciler) patchPodOwners(ctx context.Context, p *corev1.Pod, refs []metav1.OwnerReference) error {
-	if refs == nil {
-		refs = []metav1.OwnerReference{}
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": p.UID, "resourceVersion": p.ResourceVersion, "ownerReferences": refs,
-	}})
-	if err != nil {
+	return claim.PatchOwners(ctx, p, refs, func(ctx context.Context, namespace, name string, patch []byte) error {
+		_, err := r.client.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
-	}
-	_, err = r.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	})
 }
 
 func wrap(err error, format string, args ...any) error {

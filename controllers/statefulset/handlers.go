@@ -4,10 +4,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
+	"github.com/kubebus/kubebus/controllers/claim"
 )
 
 // register adds the informer handlers: a set change enqueues the set; a
@@ -59,23 +59,19 @@ func (r *reconciler) enqueueFor(enqueue func(controllers.Request), obj metav1.Ob
 	if !orphans {
 		return
 	}
-	for _, s := range r.sets.ListNamespace(obj.GetNamespace()) {
-		sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(obj.GetLabels())) {
-			enqueue(controllers.KeyOf(s))
-		}
+	for _, s := range claim.Selecting(r.sets.ListNamespace(obj.GetNamespace()), setSelector, obj.GetLabels()) {
+		enqueue(controllers.KeyOf(s))
 	}
 }
 
 // enqueueRef enqueues the cached set a reference names, if it is this
 // incarnation of a StatefulSet.
 func (r *reconciler) enqueueRef(enqueue func(controllers.Request), namespace string, ref *metav1.OwnerReference) {
-	if ref.Kind != kind.Kind {
-		return
-	}
-	if s, ok := r.sets.Get(namespace, ref.Name); ok && s.UID == ref.UID {
+	if s := claim.Resolve(ref, kind.Kind, namespace, r.sets.Get); s != nil {
 		enqueue(controllers.KeyOf(s))
 	}
 }
+
+func setSelector(s *appsv1.StatefulSet) *metav1.LabelSelector { return s.Spec.Selector }
 
 func sameUID(a, b *metav1.OwnerReference) bool { return b != nil && a.UID == b.UID }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubebus/kubebus/controllers"
 	"github.com/kubebus/kubebus/controllers/cache"
+	"github.com/kubebus/kubebus/controllers/claim"
 	"github.com/kubebus/kubebus/controllers/history"
 )
 
@@ -171,43 +172,39 @@ func (r *reconciler) prune(ctx context.Context, set *appsv1.StatefulSet, revs []
 
 // claimPods returns the pods set controls after adopting the orphans it
 // selects (whose names make them its members) and releasing those it no
-// longer selects, as upstream's controller-ref manager does.
+// longer selects, as package claim decides. Unlike the other controllers,
+// a set that may not adopt releases nothing either.
 func (r *reconciler) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel labels.Selector) ([]*corev1.Pod, error) {
-	var owned, adopt, release []*corev1.Pod
+	var candidates []*corev1.Pod
 	for _, p := range r.pods.ByIndex(cache.ByOwnerUID, string(set.UID)) {
-		ref := metav1.GetControllerOfNoCopy(p)
-		if p.Namespace != set.Namespace || ref == nil || ref.UID != set.UID {
-			continue
-		}
-		if sel.Matches(labels.Set(p.Labels)) && isMemberOf(set, p) {
-			owned = append(owned, p)
-		} else if set.DeletionTimestamp == nil {
-			release = append(release, p)
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.UID == set.UID {
+			candidates = append(candidates, p)
 		}
 	}
 	if set.DeletionTimestamp == nil {
 		for _, p := range r.pods.ByIndex(cache.ByOrphanNamespace, set.Namespace) {
-			if p.DeletionTimestamp == nil && metav1.GetControllerOfNoCopy(p) == nil && sel.Matches(labels.Set(p.Labels)) && isMemberOf(set, p) {
-				adopt = append(adopt, p)
+			if metav1.GetControllerOfNoCopy(p) == nil {
+				candidates = append(candidates, p)
 			}
 		}
 	}
+	plan := claim.Sort(set, func(p *corev1.Pod) bool { return sel.Matches(labels.Set(p.Labels)) && isMemberOf(set, p) }, candidates)
+	owned := plan.Owned
 	var errs []error
-	if len(adopt) > 0 {
+	if len(plan.Adopt) > 0 {
 		if err := r.canAdopt(ctx, set); err != nil {
 			return owned, err
 		}
-		for _, p := range adopt {
-			if err := r.patchPodOwners(ctx, p, append(slices.Clone(p.OwnerReferences), *metav1.NewControllerRef(set, kind))); err != nil {
+		for _, p := range plan.Adopt {
+			if err := r.patchPodOwners(ctx, p, claim.AdoptRefs(set, kind, p)); err != nil {
 				errs = append(errs, fmt.Errorf("adopting pod %s/%s: %w", p.Namespace, p.Name, err))
 				continue
 			}
 			owned = append(owned, p)
 		}
 	}
-	for _, p := range release {
-		refs := slices.DeleteFunc(slices.Clone(p.OwnerReferences), func(o metav1.OwnerReference) bool { return o.UID == set.UID })
-		if err := r.patchPodOwners(ctx, p, refs); err != nil {
+	for _, p := range plan.Release {
+		if err := r.patchPodOwners(ctx, p, claim.ReleaseRefs(set, p)); err != nil {
 			errs = append(errs, fmt.Errorf("releasing pod %s/%s: %w", p.Namespace, p.Name, err))
 		}
 	}
@@ -259,15 +256,7 @@ func (r *reconciler) claimRevisions(ctx context.Context, set *appsv1.StatefulSet
 // canAdopt reads set from the API server: a set that is gone, replaced or
 // being deleted must not adopt (the cache may lag).
 func (r *reconciler) canAdopt(ctx context.Context, set *appsv1.StatefulSet) error {
-	fresh, err := r.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("checking statefulset %s/%s before adopting: %w", set.Namespace, set.Name, err)
-	}
-	if fresh.UID != set.UID {
-		return fmt.Errorf("statefulset %s/%s was replaced (uid %s, cached %s)", set.Namespace, set.Name, fresh.UID, set.UID)
-	}
-	if fresh.DeletionTimestamp != nil {
-		return fmt.Errorf("statefulset %s/%s is being deleted", set.Namespace, set.Name)
-	}
-	return nil
+	return claim.CanAdopt(ctx, "statefulset", set, func(ctx context.Context, namespace, name string) (*appsv1.StatefulSet, error) {
+		return r.client.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
+	})
 }

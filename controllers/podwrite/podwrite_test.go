@@ -1,0 +1,246 @@
+package podwrite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+)
+
+var (
+	owner    = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner"}}
+	boom     = errors.New("boom")
+	timeout  = apierrors.NewTimeoutError("slow", 1)
+	notFound = apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")
+	conflict = apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("uid precondition"))
+	ignored  = errors.New("ignored")
+)
+
+// drain returns the recorded events, sorted (parallel writes record them
+// in any order).
+func drain(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			sort.Strings(out)
+			return out
+		}
+	}
+}
+
+func TestCreatesInBatches(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		n           int
+		fail        map[int]error // by pod index
+		wantCreated int
+		wantErr     error
+		wantCalls   int
+		wantEvents  []string
+	}{
+		{name: "none", n: 0},
+		{name: "all", n: 10, wantCreated: 10, wantCalls: 10},
+		{name: "a failure stops after its batch", n: 10, fail: map[int]error{1: boom},
+			wantCreated: 2, wantErr: boom, wantCalls: 3, wantEvents: []string{"Warning FailedCreate Error creating: boom"}},
+		{name: "a timeout counts as created", n: 3, fail: map[int]error{0: timeout, 2: timeout}, wantCreated: 3, wantCalls: 3},
+		{name: "an ignored error is neither", n: 3, fail: map[int]error{1: ignored}, wantCreated: 2, wantCalls: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := record.NewFakeRecorder(100)
+			var mu sync.Mutex
+			var calls []int
+			created, err := Creates{
+				Create: func(_ context.Context, i int) (*corev1.Pod, error) {
+					mu.Lock()
+					calls = append(calls, i)
+					mu.Unlock()
+					if err := tt.fail[i]; err != nil {
+						return nil, err
+					}
+					return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)}}, nil
+				},
+				Recorder: rec,
+				Object:   owner,
+				Ignore:   func(err error) bool { return errors.Is(err, ignored) },
+			}.InBatches(context.Background(), tt.n)
+			if created != tt.wantCreated || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("InBatches = %d, %v; want %d, %v", created, err, tt.wantCreated, tt.wantErr)
+			}
+			slices.Sort(calls)
+			if want := seq(tt.wantCalls); !slices.Equal(calls, want) {
+				t.Errorf("created indexes %v, want %v", calls, want)
+			}
+			var failed []string
+			ok := 0
+			for _, e := range drain(rec) {
+				if strings.HasPrefix(e, "Normal SuccessfulCreate Created pod: ") {
+					ok++
+				} else {
+					failed = append(failed, e)
+				}
+			}
+			timeouts := 0
+			for _, err := range tt.fail {
+				if apierrors.IsTimeout(err) {
+					timeouts++
+				}
+			}
+			if ok != tt.wantCreated-timeouts || !slices.Equal(failed, tt.wantEvents) {
+				t.Errorf("events: %d SuccessfulCreate, others %q; want %d, %q", ok, failed, tt.wantCreated-timeouts, tt.wantEvents)
+			}
+		})
+	}
+}
+
+// TestCreatesBatchSizes checks the slow start: 1, 2, 4, ... and what remains.
+func TestCreatesBatchSizes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		n    int
+		want []int // first index of each batch
+	}{
+		{1, []int{0}},
+		{3, []int{0, 1}},
+		{10, []int{0, 1, 3, 7}},
+		{15, []int{0, 1, 3, 7}},
+		{16, []int{0, 1, 3, 7, 15}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.n), func(t *testing.T) {
+			t.Parallel()
+			// A batch starts only when the one before it is done, so the
+			// order of the creates shows the batches.
+			var mu sync.Mutex
+			var calls []int
+			_, _ = Creates{
+				Create: func(_ context.Context, i int) (*corev1.Pod, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					calls = append(calls, i)
+					return &corev1.Pod{}, nil
+				},
+				Recorder: record.NewFakeRecorder(100),
+				Object:   owner,
+			}.InBatches(context.Background(), tt.n)
+			if len(calls) != tt.n {
+				t.Fatalf("%d creates, want %d", len(calls), tt.n)
+			}
+			for i, start := range tt.want {
+				end := tt.n
+				if i+1 < len(tt.want) {
+					end = tt.want[i+1]
+				}
+				// Every pod of a batch is created before any of the next.
+				for _, c := range calls[start:end] {
+					if c < start || c >= end {
+						t.Fatalf("create order %v: batch [%d, %d) mixed with others", calls, start, end)
+					}
+				}
+			}
+		})
+	}
+}
+
+func seq(n int) []int {
+	out := []int{}
+	for i := range n {
+		out = append(out, i)
+	}
+	return out
+}
+
+func TestDeletesAll(t *testing.T) {
+	t.Parallel()
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid")}}
+	}
+	tests := []struct {
+		name       string
+		result     error
+		wantGone   bool
+		wantUnseen bool
+		wantErr    string
+		wantEvent  string
+	}{
+		{"deleted", nil, true, false, "", "Normal SuccessfulDelete Deleted pod: p"},
+		{"gone already", notFound, true, true, "", ""},
+		{"replaced by a namesake", conflict, true, true, "", ""},
+		{"failed", boom, false, true, "deleting pod p: boom", "Warning FailedDelete Error deleting: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := record.NewFakeRecorder(10)
+			var unseen []string
+			gone, err := Deletes{
+				Delete: func(_ context.Context, ns, name string, uid types.UID) error {
+					if ns != "ns" || name != "p" || uid != "p-uid" {
+						t.Errorf("Delete(%s, %s, %s)", ns, name, uid)
+					}
+					return tt.result
+				},
+				Recorder: rec,
+				Object:   owner,
+				Unseen:   func(p *corev1.Pod) { unseen = append(unseen, p.Name) },
+			}.All(context.Background(), []*corev1.Pod{pod("p")})
+			if gone["p-uid"] != tt.wantGone {
+				t.Errorf("gone = %v, want p gone %v", gone, tt.wantGone)
+			}
+			if (len(unseen) == 1) != tt.wantUnseen {
+				t.Errorf("unseen = %v, want %v", unseen, tt.wantUnseen)
+			}
+			if got := fmt.Sprint(err); (tt.wantErr == "" && err != nil) || (tt.wantErr != "" && got != tt.wantErr) {
+				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+			var want []string
+			if tt.wantEvent != "" {
+				want = []string{tt.wantEvent}
+			}
+			if got := drain(rec); !slices.Equal(got, want) {
+				t.Errorf("events %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestClient(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	c := NewClient(cs)
+	p, err := c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "p-uid"}})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if err := c.Patch(ctx, "ns", "p", []byte(`{"metadata":{"labels":{"a":"b"}}}`)); err != nil {
+		t.Fatalf("Patch: %v", err)
+	}
+	got, err := cs.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{})
+	if err != nil || got.Labels["a"] != "b" {
+		t.Fatalf("after Patch: %v, %v", got.Labels, err)
+	}
+	if err := c.Delete(ctx, "ns", "p", p.UID); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := cs.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after Delete: %v", err)
+	}
+}
