@@ -20,12 +20,12 @@ import (
 )
 
 var (
-	owner    = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner"}}
-	boom     = errors.New("boom")
-	timeout  = apierrors.NewTimeoutError("slow", 1)
-	notFound = apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")
-	conflict = apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("uid precondition"))
-	ignored  = errors.New("ignored")
+	owner      = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner"}}
+	errBoom    = errors.New("boom")
+	timeout    = apierrors.NewTimeoutError("slow", 1)
+	notFound   = apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")
+	conflict   = apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("uid precondition"))
+	errIgnored = errors.New("ignored")
 )
 
 // drain returns the recorded events, sorted (parallel writes record them
@@ -56,10 +56,10 @@ func TestCreatesInBatches(t *testing.T) {
 	}{
 		{name: "none", n: 0},
 		{name: "all", n: 10, wantCreated: 10, wantCalls: 10},
-		{name: "a failure stops after its batch", n: 10, fail: map[int]error{1: boom},
-			wantCreated: 2, wantErr: boom, wantCalls: 3, wantEvents: []string{"Warning FailedCreate Error creating: boom"}},
+		{name: "a failure stops after its batch", n: 10, fail: map[int]error{1: errBoom},
+			wantCreated: 2, wantErr: errBoom, wantCalls: 3, wantEvents: []string{"Warning FailedCreate Error creating: boom"}},
 		{name: "a timeout counts as created", n: 3, fail: map[int]error{0: timeout, 2: timeout}, wantCreated: 3, wantCalls: 3},
-		{name: "an ignored error is neither", n: 3, fail: map[int]error{1: ignored}, wantCreated: 2, wantCalls: 3},
+		{name: "an ignored error is neither", n: 3, fail: map[int]error{1: errIgnored}, wantCreated: 2, wantCalls: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +79,7 @@ func TestCreatesInBatches(t *testing.T) {
 				},
 				Recorder: rec,
 				Object:   owner,
-				Ignore:   func(err error) bool { return errors.Is(err, ignored) },
+				Ignore:   func(err error) bool { return errors.Is(err, errIgnored) },
 			}.InBatches(context.Background(), tt.n)
 			if created != tt.wantCreated || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
 				t.Errorf("InBatches = %d, %v; want %d, %v", created, err, tt.wantCreated, tt.wantErr)
@@ -183,7 +183,7 @@ func TestDeletesAll(t *testing.T) {
 		{"deleted", nil, true, false, "", "Normal SuccessfulDelete Deleted pod: p"},
 		{"gone already", notFound, true, true, "", ""},
 		{"replaced by a namesake", conflict, true, true, "", ""},
-		{"failed", boom, false, true, "deleting pod p: boom", "Warning FailedDelete Error deleting: boom"},
+		{"failed", errBoom, false, true, "deleting pod p: boom", "Warning FailedDelete Error deleting: boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
