@@ -115,6 +115,24 @@ func waitOutput(t *testing.T, out *syncBuffer, want string) {
 	})
 }
 
+// attachUntil attaches to container id, sends input and keeps the input
+// open until want shows in the output, then closes it and waits for the
+// attach to end. (Once its input has ended an attach stops after a quiet
+// spell, which on a loaded machine can come before the answer reaches the
+// container's log.)
+func attachUntil(t *testing.T, rt *Runtime, id, input, want, what string) {
+	t.Helper()
+	var out syncBuffer
+	inR, inW := io.Pipe()
+	done := attach(rt, id, inR, &out, nil, false)
+	if _, err := io.WriteString(inW, input); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	waitOutput(t, &out, want)
+	inW.Close()
+	waitAttach(t, done, what)
+}
+
 func TestIntegrationAttachStdin(t *testing.T) {
 	requireContainerd(t)
 	e := startEnv(t, envOptions{podCIDR: "10.244.83.0/24"})
@@ -149,20 +167,7 @@ func TestIntegrationAttachStdin(t *testing.T) {
 		t.Errorf("tty container without stdin has a stdin FIFO: %v", err)
 	}
 
-	// Each attach's input stays open until its echo is seen: once the
-	// input ends, an attach stops after a quiet spell, which on a loaded
-	// machine can come before cat's answer reaches the log.
-	attachCat := func(line, what string) {
-		var out syncBuffer
-		inR, inW := io.Pipe()
-		done := attach(e.rt, catID, inR, &out, nil, false)
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		waitOutput(t, &out, line)
-		inW.Close()
-		waitAttach(t, done, what)
-	}
+	attachCat := func(line, what string) { attachUntil(t, e.rt, catID, line+"\n", line, what) }
 	attachCat("hello", "attach -i to cat")
 	attachCat("again", "second attach -i to cat")
 	if c, err := e.rt.ContainerStatus(ctx, catID); err != nil || c.State != runtime.ContainerRunning {
@@ -210,16 +215,8 @@ func TestIntegrationAttachStdin(t *testing.T) {
 	})
 	rt2 := e.newRuntime(t)
 	e.rt = rt2
-	var after syncBuffer
-	waitAttach(t, attach(rt2, shID, strings.NewReader("echo adopted-$((1+1))\n"), &after, nil, false), "attach -it to sh after the restart")
-	if !strings.Contains(after.String(), "adopted-2") {
-		t.Errorf("attach -it after the restart: output %q", after.String())
-	}
-	var catAfter syncBuffer
-	waitAttach(t, attach(rt2, catID, strings.NewReader("still here\n"), &catAfter, nil, false), "attach -i to cat after the restart")
-	if !strings.Contains(catAfter.String(), "still here") {
-		t.Errorf("attach -i to cat after the restart: output %q", catAfter.String())
-	}
+	attachUntil(t, rt2, shID, "echo adopted-$((1+1))\n", "adopted-2", "attach -it to sh after the restart")
+	attachUntil(t, rt2, catID, "still here\n", "still here", "attach -i to cat after the restart")
 	b, _ := os.ReadFile(logOf("sh"))
 	if !strings.Contains(string(b), "on-a-42-tty\r\n") || !strings.Contains(string(b), "adopted-2\r\n") {
 		t.Errorf("sh's log (the terminal's output) %q", b)
