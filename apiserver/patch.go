@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -171,7 +170,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, ri RequestInfo, r
 	if err != nil {
 		return err
 	}
-	if _, custom := res.New().(*unstructured.Unstructured); custom && pr.typ == types.StrategicMergePatchType {
+	if res.Custom() && pr.typ == types.StrategicMergePatchType {
 		// As upstream: a custom resource has no Go struct to take patch
 		// strategies from.
 		return statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,

@@ -86,7 +86,7 @@ func (m *Managers) Remove(res *resource.Resource) {
 }
 
 func (m *Managers) build(res *resource.Resource) (map[resource.Subresource]*FieldManager, error) {
-	custom := isCustom(res)
+	custom := res.Custom()
 	tc, known := m.typed, knownToSchema(res)
 	switch {
 	case custom && res.TypeConverter != nil:
@@ -136,13 +136,6 @@ func (m *Managers) For(res *resource.Resource, sub resource.Subresource) *FieldM
 	return m.byRes[res][sub]
 }
 
-// isCustom reports whether res is a custom resource: its objects are
-// unstructured.
-func isCustom(res *resource.Resource) bool {
-	_, ok := res.New().(*unstructured.Unstructured)
-	return ok
-}
-
 // knownToSchema reports whether client-go's schema describes the kind.
 func knownToSchema(res *resource.Resource) bool {
 	obj, err := scheme.Scheme.New(res.GVK)
@@ -174,7 +167,7 @@ func resetFields(res *resource.Resource, sub resource.Subresource) map[fieldpath
 			fieldpath.MakePathOrDie("metadata", "deletionTimestamp"),
 		}
 		top := topLevelFields(res.New())
-		if isCustom(res) {
+		if res.Custom() {
 			// As upstream's custom resource status strategy: spec.
 			top = []string{"spec"}
 		}

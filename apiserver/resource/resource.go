@@ -108,6 +108,10 @@ type ScaleAccess struct {
 	Set func(obj runtime.Object, replicas int32)
 }
 
+// Custom reports whether the resource is a custom resource (a CRD's
+// version): its objects are *unstructured.Unstructured.
+func (r *Resource) Custom() bool { return len(r.Versions) > 0 }
+
 // GroupVersion returns the resource's group and version.
 func (r *Resource) GroupVersion() schema.GroupVersion { return r.GVK.GroupVersion() }
 
