@@ -29,6 +29,9 @@ const (
 	labelReason     = "io.kubebus.container.reason"
 )
 
+// reapTimeout bounds a reap, which does not end with its caller's context.
+const reapTimeout = 10 * time.Second
+
 // Exit reasons beyond runtime.Container's Completed, Error and OOMKilled.
 const (
 	// ReasonStartError: the container could not be started (exit code 128).
@@ -266,10 +269,17 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 
 // reap records the exit of a stopped task as labels on its container and
 // deletes the task, which ends its shim. Reaping twice is harmless.
+//
+// A reap runs to its end even when its caller gives up (a listing whose
+// context is canceled): containerd drops a task from its records before it
+// tells the shim to shut down, so a delete cut short there leaves a shim
+// running that no later call can find.
 func (r *Runtime) reap(ctx context.Context, c client.Container, task client.Task, st client.Status) error {
 	if st.Status != client.Stopped {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reapTimeout)
+	defer cancel()
 	oom := false
 	if spec, err := c.Spec(ctx); err == nil && spec.Linux != nil {
 		oom = cgroupOOMKilled(spec.Linux.CgroupsPath)

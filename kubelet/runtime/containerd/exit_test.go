@@ -3,8 +3,13 @@ package containerd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
 
 	"github.com/kubebus/kubebus/kubelet/runtime"
 )
@@ -84,4 +89,58 @@ func TestIntegrationInstantExitsWhileListing(t *testing.T) {
 	for _, b := range bad {
 		t.Error(b)
 	}
+}
+
+// TestIntegrationReapOutlivesItsCaller: a reap whose caller's context is
+// already canceled still records the exit and ends the shim, so that no
+// shim is left that no later call can find (cleanup fails the test on one).
+func TestIntegrationReapOutlivesItsCaller(t *testing.T) {
+	requireContainerd(t)
+	e := startEnv(t, envOptions{podCIDR: "10.244.80.0/24"})
+	rt := e.rt
+	e.importBusybox(t)
+	ctx := rt.ns(context.Background())
+	sb, err := rt.RunPodSandbox(ctx, runtime.SandboxConfig{PodUID: "uid-reap", Name: "reap", Namespace: "default", HostNetwork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := processesUnder(e.dir)
+	id := runContainer(t, rt, sb, runtime.ContainerConfig{Name: "c", Command: []string{"sh", "-c", "exit 3"}})
+	c, err := rt.client.LoadContainer(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st client.Status
+	eventually(t, 30*time.Second, "the task stops", func() error {
+		if st, err = task.Status(ctx); err != nil {
+			return err
+		}
+		if st.Status != client.Stopped {
+			return fmt.Errorf("status %s", st.Status)
+		}
+		return nil
+	})
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := rt.reap(canceled, c, task, st); err != nil {
+		t.Fatalf("reaping with a canceled context: %v", err)
+	}
+	if _, err := c.Task(ctx, nil); !errdefs.IsNotFound(err) {
+		t.Errorf("the task is still there after the reap (err %v)", err)
+	}
+	if got := containerExit(t, rt, id); got.ExitCode != 3 {
+		t.Errorf("container exited %d (%s), want 3", got.ExitCode, got.Reason)
+	}
+	eventually(t, 10*time.Second, "the shim ends", func() error {
+		for _, pid := range processesUnder(e.dir) {
+			if !slices.Contains(before, pid) {
+				return fmt.Errorf("process %d, started with the container, still runs from %s", pid, e.dir)
+			}
+		}
+		return nil
+	})
 }
