@@ -107,7 +107,11 @@ func New(cfg Config) (*controllers.Controller, error) {
 			enqueue(s.Namespace, svc)
 		}
 	}
+	// A slice that appears is synced too, as upstream does: a sync planned
+	// from a cache that did not yet hold the slice it had just created makes
+	// a duplicate, and only a later sync of the service removes it.
 	cfg.EndpointSlices.AddHandler(informer.HandlerFuncs[*discoveryv1.EndpointSlice]{
+		AddFunc:    sliceChanged,
 		UpdateFunc: func(_, s *discoveryv1.EndpointSlice) { sliceChanged(s) },
 		DeleteFunc: sliceChanged,
 	})

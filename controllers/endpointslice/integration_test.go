@@ -206,6 +206,23 @@ func TestIntegrationEndpointSlices(t *testing.T) {
 		waitFor(t, cs, "web", "[p1@10.244.2.1 p2@10.244.2.2RS p3@10.244.2.3RS p4@10.244.2.4RS] ports=[http/8080/TCP]", 2)
 	})
 
+	t.Run("a duplicate slice", func(t *testing.T) {
+		// A managed slice that repeats an endpoint, as a sync planned from a
+		// stale cache leaves behind: its appearance alone must bring the
+		// service back to one entry per pod.
+		dup := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-dup", Namespace: ns, Labels: map[string]string{
+				discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: endpointslice.ControllerName}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.2.3"},
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "p3"}}},
+		}
+		if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, dup, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, cs, "web", "[p1@10.244.2.1 p2@10.244.2.2RS p3@10.244.2.3RS p4@10.244.2.4RS] ports=[http/8080/TCP]", 2)
+	})
+
 	t.Run("terminating", func(t *testing.T) {
 		if err := cs.CoreV1().Pods(ns).Delete(ctx, "p3", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
