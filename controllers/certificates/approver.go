@@ -188,6 +188,6 @@ func (a *approver) approve(ctx context.Context, csr *certificatesv1.CertificateS
 	if _, err := a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("approving csr %s: %w", csr.Name, err)
 	}
-	a.log.Info("approved csr", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username)
+	a.log.Debug("approved csr", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username)
 	return nil
 }

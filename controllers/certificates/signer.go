@@ -137,7 +137,7 @@ func (s *signer) Reconcile(ctx context.Context, req controllers.Request) (contro
 	if _, err := s.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
 		return controllers.Result{}, fmt.Errorf("writing the certificate of csr %s: %w", csr.Name, err)
 	}
-	s.log.Info("signed certificate", "csr", csr.Name, "signer", csr.Spec.SignerName, "subject", x509cr.Subject.String())
+	s.log.Debug("signed certificate", "csr", csr.Name, "signer", csr.Spec.SignerName, "subject", x509cr.Subject.String())
 	return controllers.Result{}, nil
 }
 
