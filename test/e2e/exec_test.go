@@ -359,9 +359,20 @@ func execAttach(t *testing.T, k execKubectl) {
 	})
 	t.Run("stdin", func(t *testing.T) {
 		token := rand.Text()
-		out, errs, code := k.run(t, strings.NewReader("echo "+token+"\n"), "attach", "-i", "interactive", "-c", "cat")
-		if code != 0 || !strings.Contains(out, "echo "+token+"\n") {
-			t.Fatalf("attach -i to cat: exit %d, stdout %q, stderr %q; want its input echoed", code, out, errs)
+		// kubectl attach ends the session when its input ends, which can
+		// be before cat's answer is back: the input stays open until the
+		// answer is seen (or 20 s have passed).
+		line := "echo " + token + "\n"
+		answered := make(chan struct{})
+		out := &watchedBuffer{want: line, seen: answered}
+		in := &inputUntil{data: []byte(line), done: answered, wait: 20 * time.Second}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := k.command(ctx, "attach", "-i", "interactive", "-c", "cat")
+		var errb bytes.Buffer
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, &errb
+		if err := cmd.Run(); err != nil || !strings.Contains(out.String(), line) {
+			t.Fatalf("attach -i to cat: %v, stdout %q, stderr %q; want its input echoed", err, out.String(), errb.String())
 		}
 		harness.Eventually(t, 20*time.Second, func() error {
 			logs, errs, code := k.run(t, nil, "logs", "interactive", "-c", "cat")
@@ -468,4 +479,41 @@ func execTTY(t *testing.T, k execKubectl) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 5 {
 		t.Fatalf("kubectl exec -it after exit 5: %v; terminal: %q", err, out.String())
 	}
+}
+
+// inputUntil is an input that gives data, then ends when done closes or
+// after wait.
+type inputUntil struct {
+	data []byte
+	done <-chan struct{}
+	wait time.Duration
+}
+
+func (in *inputUntil) Read(p []byte) (int, error) {
+	if len(in.data) > 0 {
+		n := copy(p, in.data)
+		in.data = in.data[n:]
+		return n, nil
+	}
+	select {
+	case <-in.done:
+	case <-time.After(in.wait):
+	}
+	return 0, io.EOF
+}
+
+// watchedBuffer is an output that closes seen once it holds want.
+type watchedBuffer struct {
+	lockedBuffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *watchedBuffer) Write(p []byte) (int, error) {
+	n, err := w.lockedBuffer.Write(p)
+	if strings.Contains(w.lockedBuffer.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return n, err
 }
