@@ -396,9 +396,19 @@ func TestIntegrationCronJobRunsOnNode(t *testing.T) {
 		}
 		return nil
 	})
-	// Stop the schedule before the pods are cleaned up.
-	c.Spec.Suspend = new(true)
-	if _, err := cs.BatchV1().CronJobs("default").Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+	// Stop the schedule before the pods are cleaned up. The controller
+	// writes the CronJob's status meanwhile, so the update re-reads it on
+	// a conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := cs.BatchV1().CronJobs("default").Get(ctx, cj.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.Spec.Suspend = new(true)
+		_, err = cs.BatchV1().CronJobs("default").Update(ctx, c, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
