@@ -57,35 +57,42 @@ func withApplied(ctx context.Context, a *appliedFields) context.Context {
 // create) to obj, as an Update by the manager. The writer's entry is
 // listed last, so that `kubebus tap` and `kubebus why`, which name the
 // newest entry's manager (the last listed when times tie), name it.
-func (s *Server) recordManager(ctx context.Context, res *resource.Resource, obj, old runtime.Object, sub string) {
+// It reports whether it recorded anything: a write without a field manager
+// (a binding, a request without a manager) leaves obj as it was.
+func (s *Server) recordManager(ctx context.Context, res *resource.Resource, obj, old runtime.Object, sub string) (recorded bool) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return
+		return false
 	}
 	if a, ok := ctx.Value(appliedKey{}).(*appliedFields); ok && a != nil {
 		m.SetManagedFields(a.entries)
 		lastWriter(m, a.manager, metav1.ManagedFieldsOperationApply, sub)
-		return
+		return true
 	}
 	manager, _ := ctx.Value(managerKey{}).(string)
 	if manager == "" {
-		return
+		return false
 	}
 	fm := s.fields.For(res, resource.Subresource(sub))
 	if fm == nil {
-		return
+		return false
 	}
 	if old == nil {
 		old = res.New()
 	}
 	setTypeMeta(res, old)
 	setTypeMeta(res, obj)
-	if out := fm.UpdateNoErrors(old, obj, manager); out != obj {
+	live, written := old, obj
+	if sub == string(resource.Status) {
+		live, written = s.fields.ForStatusUpdate(res, old), s.fields.ForStatusUpdate(res, obj)
+	}
+	if out := fm.UpdateNoErrors(live, written, manager); out != obj {
 		if om, err := meta.Accessor(out); err == nil {
 			m.SetManagedFields(om.GetManagedFields())
 		}
 	}
 	lastWriter(m, manager, metav1.ManagedFieldsOperationUpdate, sub)
+	return true
 }
 
 // lastWriter moves the entry of manager, op and sub to the end of the

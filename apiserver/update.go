@@ -130,9 +130,10 @@ func (s *Server) tryUpdate(ctx context.Context, res *resource.Resource, key, nam
 	}
 	if !bytes.Equal(data, kv.Value) {
 		// A real change: record who made it and encode again.
-		s.recordManager(ctx, res, desired, cur, sub)
-		if data, err = encodeForStorage(res, desired); err != nil {
-			return updateResult{}, err
+		if s.recordManager(ctx, res, desired, cur, sub) {
+			if data, err = encodeForStorage(res, desired); err != nil {
+				return updateResult{}, err
+			}
 		}
 	}
 	// A value read with an old encryption key is written again even when

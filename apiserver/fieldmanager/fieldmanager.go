@@ -40,19 +40,26 @@ type Managers struct {
 
 	mu    sync.RWMutex
 	byRes map[*resource.Resource]map[resource.Subresource]*FieldManager
+	// statusReset are the indexes of the top-level struct fields of a
+	// built-in kind that a write through its status subresource cannot
+	// change (spec): see ForStatusUpdate.
+	statusReset map[*resource.Resource][]int
 }
 
 // writtenSubresources are the subresources whose writes change the stored
-// object and so are tracked in managedFields.
-var writtenSubresources = []resource.Subresource{resource.Status, resource.Scale, resource.Binding, resource.Finalize, resource.Approval}
+// object and so are tracked in managedFields. A pod's binding is not: as
+// upstream's binding storage, it sets the node without a field manager.
+var writtenSubresources = []resource.Subresource{resource.Status, resource.Scale, resource.Finalize, resource.Approval}
 
 // New builds the field managers of resources. Create-only resources (the
 // reviews) are never stored and get none.
 func New(resources []*resource.Resource) (*Managers, error) {
 	m := &Managers{
-		typed:   applyconfigurations.NewTypeConverter(scheme.Scheme),
+		typed:   newTrustedTyped(applyconfigurations.NewTypeConverter(scheme.Scheme)),
 		deduced: managedfields.NewDeducedTypeConverter(),
 		byRes:   map[*resource.Resource]map[resource.Subresource]*FieldManager{},
+
+		statusReset: map[*resource.Resource][]int{},
 	}
 	for _, res := range resources {
 		if err := m.Add(res); err != nil {
@@ -74,6 +81,9 @@ func (m *Managers) Add(res *resource.Resource) error {
 	}
 	m.mu.Lock()
 	m.byRes[res] = subs
+	if _, ok := subs[resource.Status]; ok && !res.Custom() {
+		m.statusReset[res] = resetStructFields(res.New())
+	}
 	m.mu.Unlock()
 	return nil
 }
@@ -82,6 +92,7 @@ func (m *Managers) Add(res *resource.Resource) error {
 func (m *Managers) Remove(res *resource.Resource) {
 	m.mu.Lock()
 	delete(m.byRes, res)
+	delete(m.statusReset, res)
 	m.mu.Unlock()
 }
 
@@ -136,6 +147,61 @@ func (m *Managers) For(res *resource.Resource, sub resource.Subresource) *FieldM
 	return m.byRes[res][sub]
 }
 
+// ForStatusUpdate returns obj as the status field manager of res should
+// compare it in an update: a shallow copy without the top-level fields
+// other than metadata and status (spec), or obj itself for a kind it does
+// not know (a custom resource). Those fields are reset fields of the
+// status subresource, so the field manager drops every change to them
+// from what it records (resetFields); left out of both the live and the
+// new object they yield the same managed fields without a walk of the
+// whole spec on every status write. Only for Update: an apply merges into
+// the live object and needs all of it.
+func (m *Managers) ForStatusUpdate(res *resource.Resource, obj runtime.Object) runtime.Object {
+	m.mu.RLock()
+	drop, ok := m.statusReset[res]
+	m.mu.RUnlock()
+	if !ok || len(drop) == 0 {
+		return obj
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return obj
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	for _, i := range drop {
+		cp.Elem().Field(i).SetZero()
+	}
+	out, ok := cp.Interface().(runtime.Object)
+	if !ok {
+		return obj
+	}
+	return out
+}
+
+// resetStructFields are the indexes of obj's top-level struct fields that
+// resetFields lists for its status subresource (resetOnStatus; TypeMeta
+// and ObjectMeta are embedded).
+func resetStructFields(obj runtime.Object) []int {
+	t := reflect.TypeOf(obj)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	t = t.Elem()
+	var idx []int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous || !f.IsExported() || name == "-" {
+			continue
+		}
+		if resetOnStatus(name) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
 // knownToSchema reports whether client-go's schema describes the kind.
 func knownToSchema(res *resource.Resource) bool {
 	obj, err := scheme.Scheme.New(res.GVK)
@@ -172,15 +238,24 @@ func resetFields(res *resource.Resource, sub resource.Subresource) map[fieldpath
 			top = []string{"spec"}
 		}
 		for _, name := range top {
-			switch name {
-			case "apiVersion", "kind", "metadata", "status":
-			default:
+			if resetOnStatus(name) {
 				paths = append(paths, fieldpath.MakePathOrDie(name))
 			}
 		}
 		return map[fieldpath.APIVersion]*fieldpath.Set{v: fieldpath.NewSet(paths...)}
 	}
 	return nil
+}
+
+// resetOnStatus reports whether a write through the status subresource
+// leaves the top-level field name as stored: every field but the type,
+// metadata and status.
+func resetOnStatus(name string) bool {
+	switch name {
+	case "apiVersion", "kind", "metadata", "status":
+		return false
+	}
+	return true
 }
 
 // topLevelFields are the JSON names of obj's fields (embedded structs

@@ -1,11 +1,13 @@
 package fieldmanager
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -57,7 +59,7 @@ func metaOf(obj runtime.Object) (metav1.Object, error) {
 }
 
 // Every stored built-in kind gets a manager described by upstream's
-// schema, and status gets its own where served.
+// schema, and status gets its own where served; a binding gets none.
 func TestNewCoversBuiltins(t *testing.T) {
 	m, by := managers(t)
 	for _, res := range by {
@@ -72,6 +74,9 @@ func TestNewCoversBuiltins(t *testing.T) {
 		}
 		if res.Serves(resource.Status) && m.For(res, resource.Status) == nil {
 			t.Errorf("%s/status: no field manager", res.Plural)
+		}
+		if m.For(res, resource.Binding) != nil {
+			t.Errorf("%s/binding: a field manager (upstream records none)", res.Plural)
 		}
 	}
 }
@@ -318,16 +323,37 @@ func BenchmarkPodStatusFields(b *testing.B) {
 	res = findRes(m, res)
 	empty := &corev1.Pod{}
 	empty.SetGroupVersionKind(res.GVK)
-	live := m.byRes[res][""].UpdateNoErrors(empty, benchPod(), "kube-controller-manager").(*corev1.Pod)
+	// The pod as stored: defaulted, with the ServiceAccount admission
+	// plugin's token volume.
+	pod := benchPod()
+	pod.Spec.Volumes = []corev1.Volume{{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
+		}}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "kube-api-access-x", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}
+	res.Default(pod)
+	live := m.byRes[res][""].UpdateNoErrors(empty, pod, "kube-controller-manager").(*corev1.Pod)
 	next := live.DeepCopy()
 	next.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
 		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Image: "registry.k8s.io/pause:3.10"}}}
 	fm := m.byRes[res][resource.Status]
-	b.ReportAllocs()
-	for b.Loop() {
-		fm.UpdateNoErrors(live, next.DeepCopy(), "kubelet")
-	}
+	b.Run("whole", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			fm.UpdateNoErrors(live, next.DeepCopy(), "kubelet")
+		}
+	})
+	b.Run("ForStatusUpdate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			fm.UpdateNoErrors(m.ForStatusUpdate(res, live), m.ForStatusUpdate(res, next.DeepCopy()), "kubelet")
+		}
+	})
 }
 
 // findRes returns the row of m with res's kind.
@@ -339,3 +365,94 @@ func findRes(m *Managers, res *resource.Resource) *resource.Resource {
 	}
 	return nil
 }
+
+// A status update compared without spec (ForStatusUpdate) records the
+// same managed fields as one compared whole: spec is a reset field of the
+// status subresource, so every change to it is dropped either way.
+func TestForStatusUpdateRecordsTheSame(t *testing.T) {
+	m, by := managers(t)
+	for _, tc := range []struct {
+		plural string
+		live   func() runtime.Object
+		write  func(runtime.Object)
+	}{
+		{"pods", func() runtime.Object {
+			p := benchPod()
+			p.Spec.Volumes = []corev1.Volume{{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}
+			p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}
+			return p
+		}, func(o runtime.Object) {
+			p := o.(*corev1.Pod)
+			p.Labels["ready"] = "yes"
+			p.Spec.Containers[0].Image = "changed" // a status write cannot change it
+			p.Spec.NodeName = "n1"
+			p.Status.Phase, p.Status.PodIP = corev1.PodRunning, "10.0.0.1"
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+		}},
+		{"nodes", func() runtime.Object {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"a": "b"}},
+				Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24"}}
+			return n
+		}, func(o runtime.Object) {
+			n := o.(*corev1.Node)
+			n.Spec.Unschedulable = true
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		}},
+		{"deployments", func() runtime.Object {
+			r := int32(2)
+			return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "default"}, Spec: appsv1.DeploymentSpec{Replicas: &r}}
+		}, func(o runtime.Object) {
+			d := o.(*appsv1.Deployment)
+			d.Status.Replicas, d.Status.ReadyReplicas = 2, 1
+			d.Annotations = map[string]string{"note": "x"}
+		}},
+	} {
+		t.Run(tc.plural, func(t *testing.T) {
+			res := by[tc.plural]
+			empty := res.New()
+			empty.GetObjectKind().SetGroupVersionKind(res.GVK)
+			obj := tc.live()
+			obj.GetObjectKind().SetGroupVersionKind(res.GVK)
+			live := m.For(res, "").UpdateNoErrors(empty, obj, "creator")
+			next := live.DeepCopyObject()
+			tc.write(next)
+			fm := m.For(res, resource.Status)
+			whole := fm.UpdateNoErrors(live.DeepCopyObject(), next.DeepCopyObject(), "writer")
+
+			liveCopy, nextCopy := live.DeepCopyObject(), next.DeepCopyObject()
+			trimmedLive, trimmedNext := m.ForStatusUpdate(res, liveCopy), m.ForStatusUpdate(res, nextCopy)
+			if trimmedLive == liveCopy || trimmedNext == nextCopy {
+				t.Fatal("ForStatusUpdate returned its input, not a copy without spec")
+			}
+			if !equality(liveCopy, live) || !equality(nextCopy, next) {
+				t.Fatal("ForStatusUpdate changed its input")
+			}
+			trimmed := fm.UpdateNoErrors(trimmedLive, trimmedNext, "writer")
+
+			got, want := entries(t, trimmed), entries(t, whole)
+			if got != want {
+				t.Errorf("managed fields compared without spec:\n%s\nwant (compared whole):\n%s", got, want)
+			}
+			if w := fieldsOf(t, whole, "writer", metav1.ManagedFieldsOperationUpdate); !strings.Contains(w, `"f:status"`) || strings.Contains(w, `"f:spec"`) {
+				t.Errorf("the status writer's fields %s: want status, no spec", w)
+			}
+		})
+	}
+	if cm := (&corev1.ConfigMap{}); m.ForStatusUpdate(by["configmaps"], cm) != cm {
+		t.Error("a kind without status was copied")
+	}
+}
+
+// entries prints an object's managed fields without their times.
+func entries(t *testing.T, obj runtime.Object) string {
+	t.Helper()
+	m, _ := metaOf(obj)
+	var b strings.Builder
+	for _, e := range m.GetManagedFields() {
+		fmt.Fprintf(&b, "%s %s %s %s\n", e.Manager, e.Operation, e.Subresource, e.FieldsV1.Raw)
+	}
+	return b.String()
+}
+
+func equality(a, b runtime.Object) bool { return apiequality.Semantic.DeepEqual(a, b) }
