@@ -207,7 +207,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.bodyDeadline, s.authenticate, s.impersonate, s.authorizeNonResource)
+	r.Use(presizeStack, s.recoverer, s.bodyDeadline, s.authenticate, s.impersonate, s.authorizeNonResource)
 	r.Get("/livez", s.serveLive)
 	r.Get("/healthz", s.serveReady)
 	r.Get("/readyz", s.serveReady)
@@ -256,6 +256,32 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// presizeStack grows the request goroutine's stack first (growStack).
+func presizeStack(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		growStack(0)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// stackReserve is how much stack growStack makes room for.
+const stackReserve = 24 << 10
+
+// growStack grows the calling goroutine's stack, while it is still
+// shallow, to about what the deepest request work needs (decoding JSON
+// and the field manager's walks recurse once per level of an object).
+// net/http serves every request on a new goroutine with a small stack;
+// grown on the way down instead, the stack is copied at each doubling
+// with every frame then on it, which cost about 6% of the API server's
+// CPU under the node-load benchmark.
+//
+//go:noinline
+func growStack(i int) byte {
+	var buf [stackReserve]byte
+	buf[i%stackReserve] = 1
+	return buf[(i+1)%stackReserve]
 }
 
 // authenticate attaches the request's user to its context: an
