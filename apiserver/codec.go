@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
+	"github.com/kubebus/kubebus/internal/objjson"
 )
 
 // maxBodyBytes caps request bodies, as upstream's MaxRequestBodyBytes
@@ -73,7 +74,7 @@ func encodeForStorage(res *resource.Resource, obj runtime.Object) ([]byte, error
 // decodeStored turns a stored value into an object with its resourceVersion.
 func decodeStored(res *resource.Resource, kv storage.KV) (runtime.Object, error) {
 	obj := res.New()
-	if err := json.Unmarshal(kv.Value, obj); err != nil {
+	if err := objjson.Unmarshal(kv.Value, obj); err != nil {
 		return nil, fmt.Errorf("decoding stored %s: %w", kv.Key, err)
 	}
 	m, err := meta.Accessor(obj)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/lifecycle"
+	"github.com/kubebus/kubebus/internal/objjson"
 )
 
 // Subjects are the KUBE_HISTORY subjects Run reads: pods, EndpointSlices,
@@ -242,19 +243,44 @@ func decodeObject(e *Event, data json.RawMessage) error {
 	var err error
 	switch kindOf(e.Key) {
 	case podKind:
-		e.Pod = &corev1.Pod{}
-		err = json.Unmarshal(data, e.Pod)
+		e.Pod, err = decodeStagePod(data)
 	case sliceKind:
 		e.Slice = &discoveryv1.EndpointSlice{}
-		err = json.Unmarshal(data, e.Slice)
+		err = objjson.Unmarshal(data, e.Slice)
 	case leaseKind:
 		e.Lease = &coordinationv1.Lease{}
-		err = json.Unmarshal(data, e.Lease)
+		err = objjson.Unmarshal(data, e.Lease)
 	}
 	if err != nil {
 		return fmt.Errorf("decoding %s %s/%s: %w", e.Key.GroupResource(), e.Key.Namespace, e.Key.Name, err)
 	}
 	return nil
+}
+
+// stagePod is what of a pod tells its stages (lifecycle.PodReached):
+// decoding only these fields skips the metadata, volumes and the rest
+// without allocating them.
+type stagePod struct {
+	Spec struct {
+		NodeName   string `json:"nodeName"`
+		Containers []struct {
+			Name string `json:"name"`
+		} `json:"containers"`
+	} `json:"spec"`
+	Status corev1.PodStatus `json:"status"`
+}
+
+func decodeStagePod(data []byte) (*corev1.Pod, error) {
+	var sp stagePod
+	if err := objjson.Unmarshal(data, &sp); err != nil {
+		return nil, err
+	}
+	pod := &corev1.Pod{Status: sp.Status}
+	pod.Spec.NodeName = sp.Spec.NodeName
+	for _, c := range sp.Spec.Containers {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: c.Name})
+	}
+	return pod, nil
 }
 
 // removeConsumer deletes the ordered consumer now rather than leave it to

@@ -87,6 +87,7 @@ func (o *Outcome) drop(r DropReason, n int) {
 
 // Event is one bus event as a Tracker reads it. Time is when the bus stored
 // it. The object is decoded into the field of its kind (Pod for core pods,
+// holding only what lifecycle.PodReached reads when read from the bus,
 // Slice for discovery.k8s.io endpointslices, Lease for coordination.k8s.io
 // leases) when Tracker.Needs said so; DELETED events need none.
 type Event struct {
