@@ -2,7 +2,6 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
@@ -29,7 +28,7 @@ type nodeItem struct {
 // sendNode routes a pod event to the nodes it concerns: the node it is
 // bound to now and, when that changed or the pod is gone, the node it was
 // bound to before (which then sees it DELETED). It sends the messages and
-// returns them to settle.
+// returns them to settle. data is ev's body without the previous state.
 func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev *bus.Event, data []byte) (*nodeSend, error) {
 	cur, prev := podNode(ch.Value), podNode(ch.Prev)
 	if ch.Delete {
@@ -48,7 +47,7 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 			c := *ev
 			c.Type, c.Previous, c.PreviousRevision = bus.Added, nil, 0
 			e = &c
-			d, _ = json.Marshal(e)
+			d, _ = bus.EncodeLean(e)
 		}
 		routes = append(routes, route{cur, e, d})
 	}
@@ -58,7 +57,7 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 		if !ch.Delete {
 			c.Object, c.Previous = ch.Prev, nil
 		}
-		d, _ := json.Marshal(&c)
+		d, _ := bus.EncodeLean(&c)
 		routes = append(routes, route{prev, &c, d})
 	}
 	ns := &nodeSend{rev: ch.Revision}

@@ -325,9 +325,9 @@ func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 	default:
 		ev.Type, ev.Object, ev.Previous, ev.PreviousRevision = bus.Modified, ch.Value, ch.Prev, ch.PrevRevision
 	}
-	// Marshal checks the raw values (it compacts them), so they are not
+	// Encode checks the raw values (it compacts them), so they are not
 	// scanned once more beforehand.
-	data, err := json.Marshal(&ev)
+	data, err := bus.Encode(&ev)
 	if len(ev.Object) == 0 || err != nil && (!json.Valid(ev.Object) || len(ev.Previous) > 0 && !json.Valid(ev.Previous)) {
 		p.m.skipped.Inc()
 		p.log.Warn("not publishing a value that is not JSON", "key", ch.Key, "revision", ch.Revision)
@@ -335,6 +335,15 @@ func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("encoding revision %d: %w", ch.Revision, err)
+	}
+	// Only KUBE_HISTORY carries the previous state (for tap and why): the
+	// state and node streams' readers use the object alone, and storing
+	// and sending it there would double every update's bytes.
+	lean := data
+	if len(ev.Previous) > 0 {
+		if lean, err = bus.EncodeLean(&ev); err != nil {
+			return nil, fmt.Errorf("encoding revision %d: %w", ch.Revision, err)
+		}
 	}
 	pd := &pending{rev: ch.Revision, start: time.Now()}
 	histSeq := p.sentSeq
@@ -352,11 +361,11 @@ func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 		p.chains[resChain] = ch.Revision
 	}
 	if k.Group == "" && k.Resource == "pods" {
-		if pd.node, err = p.sendNode(ctx, k, ch, &ev, data); err != nil {
+		if pd.node, err = p.sendNode(ctx, k, ch, &ev, lean); err != nil {
 			return nil, err
 		}
 	}
-	pd.state = eventMsg(bus.StateSubject(k), &ev, data, 0)
+	pd.state = eventMsg(bus.StateSubject(k), &ev, lean, 0)
 	pd.state.Header.Set(bus.HeaderHistSeq, strconv.FormatUint(histSeq, 10))
 	pd.stateAck = p.sendAsync(pd.state, p.stateOpts(pd.state, ch.Revision, ev.Type == bus.Deleted)...)
 	return pd, nil
@@ -382,7 +391,7 @@ func (p *Publisher) progress(ctx context.Context, rev int64) error {
 	}
 	p.lastProgress = time.Now()
 	ev := bus.Event{Type: bus.Progress, Revision: rev, PrevRevision: p.lastRev}
-	data, _ := json.Marshal(&ev)
+	data, _ := bus.Encode(&ev)
 	return p.publishHistory(ctx, eventMsg(bus.ProgressSubject, &ev, data, 0), rev, "/progress", nil)
 }
 

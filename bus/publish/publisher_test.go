@@ -425,3 +425,45 @@ func TestPublishIgnoresForeignMessages(t *testing.T) {
 		}
 	}
 }
+
+// Only KUBE_HISTORY carries an update's previous state: an object's state
+// message and its node's messages carry the object alone.
+func TestPublishPreviousOnlyOnHistory(t *testing.T) {
+	_, js := startNATS(t)
+	src := newFakeSource()
+	stop := runPublisher(t, src, alwaysLeader{}, js)
+	defer stop()
+	src.put("/registry/core/pods/ns/p", `{"metadata":{"name":"p","namespace":"ns"},"spec":{"nodeName":"n1"}}`)
+	src.put("/registry/core/pods/ns/p", `{"metadata":{"name":"p","namespace":"ns"},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}}`)
+	_, evs := historyRevisions(t, js, 2)
+	if len(evs) != 2 || evs[1].Type != bus.Modified || len(evs[1].Previous) == 0 {
+		t.Fatalf("history: %d events, the update without its previous state: %+v", len(evs), evs)
+	}
+	k := bus.ObjectKey{Resource: "pods", Namespace: "ns", Name: "p"}
+	for _, c := range []struct{ stream, subject string }{
+		{bus.StateStream, bus.StateSubject(k)},
+		{bus.NodePodsStream, bus.NodeSubject("n1", "ns", "p")},
+		{bus.StateStream, bus.StateNodeSubject("n1", "ns", "p")},
+	} {
+		var ev *bus.Event
+		poll(t, 10*time.Second, c.subject+" at the update's revision", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			st, err := js.Stream(ctx, c.stream)
+			if err != nil {
+				return false
+			}
+			m, err := st.GetLastMsgForSubject(ctx, c.subject)
+			if err != nil {
+				return false
+			}
+			if ev, err = bus.Decode(m.Data); err != nil {
+				t.Fatalf("%s: %v", c.subject, err)
+			}
+			return ev.Revision == evs[1].Revision
+		})
+		if len(ev.Previous) != 0 || string(ev.Object) != string(evs[1].Object) {
+			t.Errorf("%s: previous %s, object %s (want none, and %s)", c.subject, ev.Previous, ev.Object, evs[1].Object)
+		}
+	}
+}

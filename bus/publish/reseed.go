@@ -32,7 +32,7 @@ func (p *Publisher) reseed(ctx context.Context, reason string) error {
 			continue
 		}
 		ev := bus.Event{Type: bus.Modified, Revision: kv.Revision, Group: k.Group, Resource: k.Resource, Namespace: k.Namespace, Name: k.Name, Object: kv.Value}
-		data, _ := json.Marshal(&ev)
+		data, _ := bus.Encode(&ev)
 		subj := bus.StateSubject(k)
 		live[subj] = true
 		if err := p.publishState(ctx, eventMsg(subj, &ev, data, 0), rev, false, nil); err != nil {
@@ -86,7 +86,7 @@ func (p *Publisher) tombstoneMissing(ctx context.Context, live map[string]bool, 
 			continue
 		}
 		ev.Type, ev.Revision, ev.Previous = bus.Deleted, rev, nil
-		data, _ := json.Marshal(ev)
+		data, _ := bus.Encode(ev)
 		m := eventMsg(subj, ev, data, 0)
 		m.Header.Set(bus.HeaderRevision, strconv.FormatInt(rev, 10))
 		if err := p.publishState(ctx, m, rev, true, nil); err != nil {
