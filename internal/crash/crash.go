@@ -79,6 +79,17 @@ func Recover(log *slog.Logger, component, where, key string, errp *error) {
 	if v == nil {
 		return
 	}
+	e := Handle(log, component, where, key, v)
+	if errp != nil {
+		*errp = e
+	}
+}
+
+// Handle logs and counts v, a value recover returned in a function
+// deferred by the panicking one, as Recover does, and returns it as an
+// *Error. It is for a handler that names its key only once it has
+// panicked, so that the work without a panic never builds the names.
+func Handle(log *slog.Logger, component, where, key string, v any) *Error {
 	e := &Error{Component: component, Where: where, Value: v, Stack: debug.Stack()}
 	panics.WithLabelValues(component, where).Inc()
 	if log == nil {
@@ -86,7 +97,5 @@ func Recover(log *slog.Logger, component, where, key string, errp *error) {
 	}
 	log.Error("recovered a panic; the process keeps running",
 		"component", component, "where", where, "key", key, "panic", fmt.Sprint(v), "stack", string(e.Stack))
-	if errp != nil {
-		*errp = e
-	}
+	return e
 }
