@@ -110,6 +110,20 @@ func (b *statusBuilder) container(spec *corev1.Container, init bool) corev1.Cont
 	pod := b.in.Pod
 	cs := corev1.ContainerStatus{Name: spec.Name, Image: spec.Image, Started: new(bool)}
 	list := b.o.byName[spec.Name]
+	if old := statusOf(pod, spec.Name); len(list) == 0 && old != nil && old.State.Terminated != nil {
+		// As upstream's kubelet: a container that terminated stays as last
+		// reported when the runtime no longer has it (removed, or lost with
+		// the runtime's state) until a new one is seen, never back to
+		// waiting to be created, which the API server refuses for a
+		// container its pod does not restart.
+		cs = *old.DeepCopy()
+		cs.Ready, cs.Started = false, new(bool)
+		if w, ok := b.in.Waiting[spec.Name]; ok {
+			cs.LastTerminationState = cs.State
+			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
+		}
+		return cs
+	}
 	if len(list) == 0 {
 		reason := ReasonContainerCreating
 		if len(pod.Spec.InitContainers) > 0 {

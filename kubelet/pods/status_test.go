@@ -216,6 +216,23 @@ func TestComputeStatus(t *testing.T) {
 				states: []string{"waiting:ContainerCreating"}, readyC: []bool{false}, startedC: []bool{false}, restarts: []int32{0}, podIP: "10.0.0.9"},
 		},
 		{
+			// The runtime lost the container (removed, or the runtime's state
+			// is gone): it stays terminated as last reported, as upstream's
+			// kubelet keeps it, never waiting to be created again.
+			name: "a terminated container the runtime no longer has stays terminated",
+			in: StatusInput{Pod: func() *corev1.Pod {
+				p := testPod("app")
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Status.Phase = corev1.PodSucceeded
+				p.Status.PodIP, p.Status.PodIPs = "10.0.0.9", []corev1.PodIP{{IP: "10.0.0.9"}}
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 2, Ready: true, Started: ptr(true),
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
+				return p
+			}()},
+			want: want{phase: corev1.PodSucceeded, scheduled: "True", initialized: "True", ready: "False/PodCompleted", sandboxOK: "False/",
+				states: []string{"terminated:0:Completed"}, readyC: []bool{false}, startedC: []bool{false}, restarts: []int32{2}, podIP: "10.0.0.9"},
+		},
+		{
 			name: "sidecar running, startup pending: not initialized",
 			in: StatusInput{Pod: func() *corev1.Pod {
 				p := withSidecar(testPod("app"), "proxy")
