@@ -176,7 +176,9 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 // ValidateSubresourceUpdate validates a change made through a
 // subresource: a CSR's status (the signer sets the certificate) and
 // approval (the approver adds conditions) allow what its main resource
-// does not; every other kind is validated as by ValidateUpdate.
+// does not; a pod's status is validated without its spec, which the write
+// keeps as stored (validatePodStatusUpdate); every other kind is validated
+// as by ValidateUpdate.
 func ValidateSubresourceUpdate(obj, old runtime.Object, sub string) field.ErrorList {
 	if o, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
 		switch sub {
@@ -185,6 +187,9 @@ func ValidateSubresourceUpdate(obj, old runtime.Object, sub string) field.ErrorL
 		case "approval":
 			return dedupe(update(o, old, validateCSRApprovalUpdate))
 		}
+	}
+	if o, ok := obj.(*corev1.Pod); ok && sub == "status" {
+		return dedupe(update(o, old, validatePodStatusUpdate))
 	}
 	return ValidateUpdate(obj, old)
 }
