@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -63,7 +62,7 @@ func encodeForStorage(res *resource.Resource, obj runtime.Object) ([]byte, error
 	m.SetResourceVersion("")
 	m.SetSelfLink("")
 	setTypeMeta(res, obj)
-	data, err := json.Marshal(obj)
+	data, err := objjson.Marshal(obj)
 	m.SetResourceVersion(rv)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", res.GVK.Kind, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/printers"
 	"github.com/kubebus/kubebus/apiserver/resource"
+	"github.com/kubebus/kubebus/internal/objjson"
 )
 
 // outputKind is the representation a client asked for.
@@ -214,7 +215,7 @@ func writeOut(w http.ResponseWriter, out output, code int, v any) {
 		if data, err = encodeProtobuf(obj); err == nil {
 			ct = protobufMediaType
 		} else {
-			data, err = json.Marshal(v) // a type without a protobuf form
+			data, err = objjson.Marshal(v) // a type without a protobuf form
 		}
 	case out.yaml:
 		data, err = yaml.Marshal(v)
@@ -222,7 +223,7 @@ func writeOut(w http.ResponseWriter, out output, code int, v any) {
 	case out.pretty:
 		data, err = json.MarshalIndent(v, "", "  ")
 	default:
-		data, err = json.Marshal(v)
+		data, err = objjson.Marshal(v)
 	}
 	if err != nil {
 		http.Error(w, "encoding response: "+err.Error(), http.StatusInternalServerError)
