@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func terminated(name string, code int32) corev1.ContainerStatus {
@@ -18,12 +19,7 @@ func running(name string) corev1.ContainerStatus {
 // does: the status and the metadata change, never the stored spec.
 func TestValidatePodStatusUpdate(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name   string
-		old    func(*corev1.Pod) // changes validPod into the stored pod
-		change func(*corev1.Pod) // changes the stored pod into the write
-		wants  []want
-	}{
+	tests := []podUpdateCase{
 		{"no change", nil, func(*corev1.Pod) {}, nil},
 		{"running with IPs and conditions", nil, func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodRunning
@@ -82,18 +78,7 @@ func TestValidatePodStatusUpdate(t *testing.T) {
 		}, []want{forbidden("metadata.annotations[kubernetes.io/config.mirror]")}},
 		{"name is immutable", nil, func(p *corev1.Pod) { p.Name = "other" }, []want{invalid("metadata.name")}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			old := validPod()
-			if tt.old != nil {
-				tt.old(old)
-			}
-			pod := old.DeepCopy()
-			tt.change(pod)
-			expectErrors(t, ValidateSubresourceUpdate(pod, old, "status"), tt.wants...)
-		})
-	}
+	runPodUpdates(t, tests, func(pod, old *corev1.Pod) field.ErrorList { return ValidateSubresourceUpdate(pod, old, "status") })
 	// The main resource still validates the whole spec.
 	old := validPod()
 	old.Spec.Containers[0].Image = ""

@@ -6,16 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestValidatePodUpdate(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name   string
-		old    func(*corev1.Pod) // changes validPod into the stored pod
-		change func(*corev1.Pod) // changes the stored pod into the update
-		wants  []want
-	}{
+	tests := []podUpdateCase{
 		{"no change", nil, func(*corev1.Pod) {}, nil},
 		{"labels may change", nil, func(p *corev1.Pod) { p.Labels = map[string]string{"v": "2"} }, nil},
 		{"image may change", nil, func(p *corev1.Pod) { p.Spec.Containers[0].Image = "nginx:1.28" }, nil},
@@ -61,6 +57,20 @@ func TestValidatePodUpdate(t *testing.T) {
 		}, []want{forbidden("metadata.annotations[kubernetes.io/config.mirror]"), invalid("metadata.annotations[kubernetes.io/config.mirror]")}},
 		{"name is immutable", nil, func(p *corev1.Pod) { p.Name = "other" }, []want{invalid("metadata.name")}},
 	}
+	runPodUpdates(t, tests, func(pod, old *corev1.Pod) field.ErrorList { return ValidateUpdate(pod, old) })
+}
+
+// podUpdateCase is a write of a pod and the errors it should get.
+type podUpdateCase struct {
+	name   string
+	old    func(*corev1.Pod) // changes validPod into the stored pod
+	change func(*corev1.Pod) // changes the stored pod into the write
+	wants  []want
+}
+
+// runPodUpdates validates each case's write against its stored pod.
+func runPodUpdates(t *testing.T, tests []podUpdateCase, validate func(pod, old *corev1.Pod) field.ErrorList) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -70,7 +80,7 @@ func TestValidatePodUpdate(t *testing.T) {
 			}
 			pod := old.DeepCopy()
 			tt.change(pod)
-			expectErrors(t, ValidateUpdate(pod, old), tt.wants...)
+			expectErrors(t, validate(pod, old), tt.wants...)
 		})
 	}
 }

@@ -11,18 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/internal/objjson"
 )
 
-// Objects of every built-in kind, filled at random and encoded by
-// encoding/json (as the API server stores them and the publisher sends
-// them), decode to the same Go values as encoding/json gives.
-func TestSameAsEncodingJSON(t *testing.T) {
+// eachRandomObject calls check with perKind random objects of every
+// built-in kind; check reports whether the object could be compared (a
+// random raw extension may be no JSON). Each kind needs half its objects
+// compared.
+func eachRandomObject(t *testing.T, seed int64, check func(t *testing.T, res *resource.Resource, obj runtime.Object) bool) {
 	const perKind = 60
-	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(1), scheme.Codecs).NilChance(.2).NumElements(1, 3)
+	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(seed), scheme.Codecs).NilChance(.2).NumElements(1, 3)
 	for _, res := range resource.Builtin() {
 		if res.New == nil {
 			continue
@@ -32,21 +34,9 @@ func TestSameAsEncodingJSON(t *testing.T) {
 			for range perKind {
 				obj := res.New()
 				f.Fill(obj)
-				data, err := json.Marshal(obj)
-				if err != nil {
-					continue // a random raw extension that is no JSON
+				if check(t, res, obj) {
+					compared++
 				}
-				want, got := res.New(), res.New()
-				if err := json.Unmarshal(data, want); err != nil {
-					continue // a value encoding/json cannot read back either
-				}
-				if err := objjson.Unmarshal(data, got); err != nil {
-					t.Fatalf("decoding %s: %v", data, err)
-				}
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("decoded differently from encoding/json (-want +got):\n%s\nfrom %s", cmp.Diff(want, got), data)
-				}
-				compared++
 			}
 			if compared < perKind/2 {
 				t.Errorf("only %d of %d random objects could be compared", compared, perKind)
@@ -55,38 +45,46 @@ func TestSameAsEncodingJSON(t *testing.T) {
 	}
 }
 
+// Objects of every built-in kind, filled at random and encoded by
+// encoding/json (as the API server stores them and the publisher sends
+// them), decode to the same Go values as encoding/json gives.
+func TestSameAsEncodingJSON(t *testing.T) {
+	eachRandomObject(t, 1, func(t *testing.T, res *resource.Resource, obj runtime.Object) bool {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return false
+		}
+		want, got := res.New(), res.New()
+		if err := json.Unmarshal(data, want); err != nil {
+			return false // a value encoding/json cannot read back either
+		}
+		if err := objjson.Unmarshal(data, got); err != nil {
+			t.Fatalf("decoding %s: %v", data, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded differently from encoding/json (-want +got):\n%s\nfrom %s", cmp.Diff(want, got), data)
+		}
+		return true
+	})
+}
+
 // Objects of every built-in kind, filled at random, encode to the same
 // bytes as with encoding/json.
 func TestMarshalSameAsEncodingJSON(t *testing.T) {
-	const perKind = 60
-	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(2), scheme.Codecs).NilChance(.2).NumElements(1, 3)
-	for _, res := range resource.Builtin() {
-		if res.New == nil {
-			continue
+	eachRandomObject(t, 2, func(t *testing.T, _ *resource.Resource, obj runtime.Object) bool {
+		want, stdErr := json.Marshal(obj)
+		got, err := objjson.Marshal(obj)
+		if (stdErr == nil) != (err == nil) {
+			t.Fatalf("error %v, encoding/json's %v", err, stdErr)
 		}
-		t.Run(res.Plural, func(t *testing.T) {
-			compared := 0
-			for range perKind {
-				obj := res.New()
-				f.Fill(obj)
-				want, stdErr := json.Marshal(obj)
-				got, err := objjson.Marshal(obj)
-				if (stdErr == nil) != (err == nil) {
-					t.Fatalf("error %v, encoding/json's %v", err, stdErr)
-				}
-				if stdErr != nil {
-					continue // a random raw extension that is no JSON
-				}
-				if !bytes.Equal(got, want) {
-					t.Fatalf("encoded differently from encoding/json:\n%s\n%s", want, got)
-				}
-				compared++
-			}
-			if compared < perKind/2 {
-				t.Errorf("only %d of %d random objects could be compared", compared, perKind)
-			}
-		})
-	}
+		if stdErr != nil {
+			return false
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encoded differently from encoding/json:\n%s\n%s", want, got)
+		}
+		return true
+	})
 }
 
 // An unstructured object (a custom resource) encodes to the same bytes:
