@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,7 +63,7 @@ func encodeForStorage(res *resource.Resource, obj runtime.Object) ([]byte, error
 	m.SetResourceVersion("")
 	m.SetSelfLink("")
 	setTypeMeta(res, obj)
-	data, err := objjson.Marshal(obj)
+	data, err := json.Marshal(obj)
 	m.SetResourceVersion(rv)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", res.GVK.Kind, err)

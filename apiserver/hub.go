@@ -15,7 +15,6 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
-	"github.com/kubebus/kubebus/internal/objjson"
 )
 
 // The watch hub serves REST watches of one resource from a single etcd
@@ -198,7 +197,7 @@ func (he *hubEvent) setCur(res *resource.Resource, obj runtime.Object) error {
 		return err
 	}
 	m.SetResourceVersion(strconv.FormatInt(he.rev, 10))
-	data, err := objjson.Marshal(obj)
+	data, err := json.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("encoding %s %s: %w", res.GVK.Kind, m.GetName(), err)
 	}
@@ -408,7 +407,7 @@ func classify(res *resource.Resource, sel selection, he *hubEvent) (typ watch.Ev
 		}
 		m, _ := meta.Accessor(p)
 		m.SetResourceVersion(strconv.FormatInt(he.rev, 10))
-		data, err := objjson.Marshal(p)
+		data, err := json.Marshal(p)
 		return watch.Deleted, data, false, err
 	}
 	return "", nil, false, nil

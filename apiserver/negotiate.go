@@ -18,7 +18,6 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/printers"
 	"github.com/kubebus/kubebus/apiserver/resource"
-	"github.com/kubebus/kubebus/internal/objjson"
 )
 
 // outputKind is the representation a client asked for.
@@ -215,7 +214,7 @@ func writeOut(w http.ResponseWriter, out output, code int, v any) {
 		if data, err = encodeProtobuf(obj); err == nil {
 			ct = protobufMediaType
 		} else {
-			data, err = objjson.Marshal(v) // a type without a protobuf form
+			data, err = json.Marshal(v) // a type without a protobuf form
 		}
 	case out.yaml:
 		data, err = yaml.Marshal(v)
@@ -223,7 +222,7 @@ func writeOut(w http.ResponseWriter, out output, code int, v any) {
 	case out.pretty:
 		data, err = json.MarshalIndent(v, "", "  ")
 	default:
-		data, err = objjson.Marshal(v)
+		data, err = json.Marshal(v)
 	}
 	if err != nil {
 		http.Error(w, "encoding response: "+err.Error(), http.StatusInternalServerError)

@@ -1,7 +1,6 @@
 package objjson_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"math/rand"
 	"reflect"
@@ -66,45 +65,6 @@ func TestSameAsEncodingJSON(t *testing.T) {
 		}
 		return true
 	})
-}
-
-// Objects of every built-in kind, filled at random, encode to the same
-// bytes as with encoding/json.
-func TestMarshalSameAsEncodingJSON(t *testing.T) {
-	eachRandomObject(t, 2, func(t *testing.T, _ *resource.Resource, obj runtime.Object) bool {
-		want, stdErr := json.Marshal(obj)
-		got, err := objjson.Marshal(obj)
-		if (stdErr == nil) != (err == nil) {
-			t.Fatalf("error %v, encoding/json's %v", err, stdErr)
-		}
-		if stdErr != nil {
-			return false
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("encoded differently from encoding/json:\n%s\n%s", want, got)
-		}
-		return true
-	})
-}
-
-// An unstructured object (a custom resource) encodes to the same bytes:
-// map keys sorted, numbers as they were, HTML characters escaped.
-func TestMarshalUnstructuredSameAsEncodingJSON(t *testing.T) {
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal([]byte(`{"apiVersion":"x.io/v1","kind":"Thing","metadata":{"name":"a","labels":{"z":"1","k":"<v&>"}},"spec":{"n":3,"f":1.5,"e":1e21,"small":1e-7,"neg":-0.25,"big":9007199254740993,"list":[1,"two",null,true],"nested":{"e":{},"b":[]}}}`), &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	want, err := json.Marshal(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := objjson.Marshal(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("encoded differently from encoding/json:\n%s\n%s", want, got)
-	}
 }
 
 // An unstructured object (a custom resource) decodes the same, numbers
