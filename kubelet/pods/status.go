@@ -117,11 +117,14 @@ func (b *statusBuilder) container(spec *corev1.Container, init bool) corev1.Cont
 		// waiting to be created, which the API server refuses for a
 		// container its pod does not restart.
 		cs = *old.DeepCopy()
-		cs.Ready, cs.Started = false, new(bool)
+		cs.Started = new(bool)
 		if w, ok := b.in.Waiting[spec.Name]; ok {
 			cs.LastTerminationState = cs.State
 			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
 		}
+		// An init container that succeeded stays ready, as when seen.
+		t := cs.State.Terminated
+		cs.Ready = init && !isSidecar(spec) && t != nil && t.ExitCode == 0
 		return cs
 	}
 	if len(list) == 0 {

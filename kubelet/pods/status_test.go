@@ -233,6 +233,24 @@ func TestComputeStatus(t *testing.T) {
 				states: []string{"terminated:0:Completed"}, readyC: []bool{false}, startedC: []bool{false}, restarts: []int32{2}, podIP: "10.0.0.9"},
 		},
 		{
+			// The same for a completed init container: it stays ready, so
+			// the pod stays initialized.
+			name: "a completed init container the runtime no longer has stays terminated and ready",
+			in: StatusInput{Pod: func() *corev1.Pod {
+				p := withInit(testPod("app"), "setup")
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Status.Phase = corev1.PodSucceeded
+				p.Status.PodIP, p.Status.PodIPs = "10.0.0.9", []corev1.PodIP{{IP: "10.0.0.9"}}
+				done := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "setup", Ready: true, State: done}}
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: done}}
+				return p
+			}()},
+			want: want{phase: corev1.PodSucceeded, scheduled: "True", initialized: "True", ready: "False/PodCompleted", sandboxOK: "False/",
+				states: []string{"terminated:0:Completed"}, initStates: []string{"terminated:0:Completed"}, readyC: []bool{false}, startedC: []bool{false},
+				restarts: []int32{0}, podIP: "10.0.0.9"},
+		},
+		{
 			name: "sidecar running, startup pending: not initialized",
 			in: StatusInput{Pod: func() *corev1.Pod {
 				p := withSidecar(testPod("app"), "proxy")
