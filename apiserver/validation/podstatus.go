@@ -2,6 +2,7 @@ package validation
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	netutils "k8s.io/utils/net"
 )
@@ -39,17 +40,25 @@ func validatePodStatusUpdate(pod, old *corev1.Pod) field.ErrorList {
 	errs = append(errs, validateTerminatedStays(pod.Status.InitContainerStatuses, old.Status.InitContainerStatuses, statusPath.Child("initContainerStatuses"), policy, sidecars)...)
 	// The kubelet never restarts an ephemeral container.
 	errs = append(errs, validateTerminatedStays(pod.Status.EphemeralContainerStatuses, old.Status.EphemeralContainerStatuses, statusPath.Child("ephemeralContainerStatuses"), corev1.RestartPolicyNever, nil)...)
-	podIPs := make([]string, len(pod.Status.PodIPs))
-	for i, ip := range pod.Status.PodIPs {
-		podIPs[i] = ip.IP
-	}
-	errs = append(errs, validateStatusIPs(podIPs, statusPath.Child("podIPs"))...)
-	hostIPs := make([]string, len(pod.Status.HostIPs))
-	for i, ip := range pod.Status.HostIPs {
-		hostIPs[i] = ip.IP
-	}
-	errs = append(errs, validateStatusIPs(hostIPs, statusPath.Child("hostIPs"))...)
+	errs = append(errs, validateStatusIPs(podIPsOf(pod), podIPsOf(old), statusPath.Child("podIPs"))...)
+	errs = append(errs, validateStatusIPs(hostIPsOf(pod), hostIPsOf(old), statusPath.Child("hostIPs"))...)
 	return errs
+}
+
+func podIPsOf(pod *corev1.Pod) []string {
+	ips := make([]string, len(pod.Status.PodIPs))
+	for i, ip := range pod.Status.PodIPs {
+		ips[i] = ip.IP
+	}
+	return ips
+}
+
+func hostIPsOf(pod *corev1.Pod) []string {
+	ips := make([]string, len(pod.Status.HostIPs))
+	for i, ip := range pod.Status.HostIPs {
+		ips[i] = ip.IP
+	}
+	return ips
 }
 
 // podSystemConditions are the condition types a pod's conditions may use
@@ -97,12 +106,13 @@ func validateTerminatedStays(statuses, old []corev1.ContainerStatus, path *field
 }
 
 // validateStatusIPs requires pod or host IPs to be IP addresses, at most
-// one of each family.
-func validateStatusIPs(ips []string, path *field.Path) field.ErrorList {
+// one of each family. An address already stored (stored) stays allowed
+// in the legacy forms the strict check refuses, as upstream ratchets it.
+func validateStatusIPs(ips, stored []string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	var v4, v6 int
 	for i, s := range ips {
-		if e := validateIP(s, path.Index(i)); len(e) > 0 {
+		if e := validation.IsValidIPForLegacyField(path.Index(i), s, true, stored); len(e) > 0 {
 			errs = append(errs, e...)
 			continue
 		}

@@ -40,6 +40,10 @@ func TestValidatePodStatusUpdate(t *testing.T) {
 			[]want{invalid("status.podIPs[0]")}},
 		{"one pod IP per family", nil, func(p *corev1.Pod) { p.Status.PodIPs = []corev1.PodIP{{IP: "10.244.0.7"}, {IP: "10.244.0.8"}} },
 			[]want{invalid("status.podIPs")}},
+		{"a legacy pod IP already stored stays", func(p *corev1.Pod) { p.Status.PodIPs = []corev1.PodIP{{IP: "010.244.000.007"}} },
+			func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }, nil},
+		{"a legacy pod IP is not taken anew", nil, func(p *corev1.Pod) { p.Status.PodIPs = []corev1.PodIP{{IP: "010.244.000.007"}} },
+			[]want{invalid("status.podIPs[0]")}},
 		{"host IPs are IPs", nil, func(p *corev1.Pod) { p.Status.HostIPs = []corev1.HostIP{{IP: "node-1"}} },
 			[]want{invalid("status.hostIPs[0]")}},
 		{"terminated stays terminated under Never", func(p *corev1.Pod) {
