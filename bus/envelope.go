@@ -48,9 +48,15 @@ type Event struct {
 	// Object is the object as stored (JSON, without resourceVersion): the new
 	// state, or for DELETED the last state.
 	Object json.RawMessage `json:"object,omitempty"`
-	// Previous is the state before a MODIFIED change and its revision.
-	Previous         json.RawMessage `json:"previous,omitempty"`
-	PreviousRevision int64           `json:"previousRevision,omitempty"`
+	// Previous is the state before a MODIFIED change. The publisher does
+	// not send it (it doubled every update's bytes): it is the Object of
+	// the object's message at PreviousRevision on KUBE_HISTORY. Messages
+	// written by earlier publishers may carry it, and the tap fills it in
+	// for what it prints.
+	Previous json.RawMessage `json:"previous,omitempty"`
+	// PreviousRevision is the revision of the object's state before a
+	// MODIFIED change (for DELETED, of its last state).
+	PreviousRevision int64 `json:"previousRevision,omitempty"`
 	// From and To bound a GAP.
 	From int64 `json:"from,omitempty"`
 	To   int64 `json:"to,omitempty"`
@@ -77,10 +83,9 @@ func Encode(ev *Event) ([]byte, error) {
 	return data, nil
 }
 
-// EncodeLean is ev's message body without the previous state: the body
-// for the streams that keep an object's latest state and a node's pods,
-// whose readers use only Object. ev's raw values must have been checked
-// already (by Encode): they are copied as they are.
+// EncodeLean is ev's message body without the previous state, for an
+// event whose Object was checked already (by Encode): the raw value is
+// copied as it is.
 func EncodeLean(ev *Event) ([]byte, error) {
 	c := *ev
 	c.Previous = nil

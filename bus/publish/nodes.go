@@ -28,7 +28,7 @@ type nodeItem struct {
 // sendNode routes a pod event to the nodes it concerns: the node it is
 // bound to now and, when that changed or the pod is gone, the node it was
 // bound to before (which then sees it DELETED). It sends the messages and
-// returns them to settle. data is ev's body without the previous state.
+// returns them to settle. data is ev's body.
 func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev *bus.Event, data []byte) (*nodeSend, error) {
 	cur, prev := podNode(ch.Value), podNode(ch.Prev)
 	if ch.Delete {
@@ -45,7 +45,7 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 		if prev != cur && ev.Type == bus.Modified {
 			// Newly bound: for this node the pod is ADDED.
 			c := *ev
-			c.Type, c.Previous, c.PreviousRevision = bus.Added, nil, 0
+			c.Type, c.PreviousRevision = bus.Added, 0
 			e = &c
 			d, _ = bus.EncodeLean(e)
 		}
@@ -54,10 +54,20 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 	if prev != "" && prev != cur {
 		c := *ev
 		c.Type = bus.Deleted
-		if !ch.Delete {
-			c.Object, c.Previous = ch.Prev, nil
+		var d []byte
+		if ch.Delete {
+			d, _ = bus.EncodeLean(&c)
+		} else {
+			// The old node's last view of the pod. Nothing has checked
+			// this value yet, so it is encoded with the check, and a
+			// value that is not JSON leaves only the pod's name.
+			c.Object = ch.Prev
+			var err error
+			if d, err = bus.Encode(&c); err != nil {
+				c.Object = skeleton(k)
+				d, _ = bus.EncodeLean(&c)
+			}
 		}
-		d, _ := bus.EncodeLean(&c)
 		routes = append(routes, route{prev, &c, d})
 	}
 	ns := &nodeSend{rev: ch.Revision}

@@ -130,9 +130,9 @@ func TestPublishSendsAgainAfterALostMessage(t *testing.T) {
 	}
 }
 
-// TestPublishSkipsValuesThatAreNotJSON: a value that is not JSON (as a new
-// object, or as the previous state of a change) is not published; the
-// revisions around it are.
+// TestPublishSkipsValuesThatAreNotJSON: a value that is not JSON is not
+// published; the revisions around it are, the next change of the same
+// object included (events do not carry the previous state).
 func TestPublishSkipsValuesThatAreNotJSON(t *testing.T) {
 	_, js := startNATS(t)
 	src := newFakeSource()
@@ -141,9 +141,12 @@ func TestPublishSkipsValuesThatAreNotJSON(t *testing.T) {
 	src.put("/registry/core/configmaps/default/bad", `{"i":3}`) // its previous state is not JSON
 	src.put("/registry/core/configmaps/default/b", `{"i":4}`)
 	stop := runPublisher(t, src, alwaysLeader{}, js)
-	revs, _ := historyRevisions(t, js, 2)
+	revs, evs := historyRevisions(t, js, 3)
 	stop()
-	if len(revs) != 2 || revs[0] != 1 || revs[1] != 4 {
-		t.Fatalf("published revisions %v, want [1 4]", revs)
+	if fmt.Sprint(revs) != "[1 3 4]" {
+		t.Fatalf("published revisions %v, want [1 3 4]", revs)
+	}
+	if string(evs[1].Object) != `{"i":3}` || evs[1].PreviousRevision != 2 {
+		t.Fatalf("revision 3 published as %+v", evs[1])
 	}
 }

@@ -323,27 +323,22 @@ func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 	case ch.Created:
 		ev.Type, ev.Object = bus.Added, ch.Value
 	default:
-		ev.Type, ev.Object, ev.Previous, ev.PreviousRevision = bus.Modified, ch.Value, ch.Prev, ch.PrevRevision
+		// The previous state is not sent: readers that want it (tap) find
+		// it in the object's previous message on KUBE_HISTORY, named by
+		// PreviousRevision. Sending it would double every update's bytes
+		// on every stream and every history reader.
+		ev.Type, ev.Object, ev.PreviousRevision = bus.Modified, ch.Value, ch.PrevRevision
 	}
-	// Encode checks the raw values (it compacts them), so they are not
-	// scanned once more beforehand.
+	// Encode checks the raw value (it compacts it), so it is not scanned
+	// once more beforehand.
 	data, err := bus.Encode(&ev)
-	if len(ev.Object) == 0 || err != nil && (!json.Valid(ev.Object) || len(ev.Previous) > 0 && !json.Valid(ev.Previous)) {
+	if len(ev.Object) == 0 || err != nil && !json.Valid(ev.Object) {
 		p.m.skipped.Inc()
 		p.log.Warn("not publishing a value that is not JSON", "key", ch.Key, "revision", ch.Revision)
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("encoding revision %d: %w", ch.Revision, err)
-	}
-	// Only KUBE_HISTORY carries the previous state (for tap and why): the
-	// state and node streams' readers use the object alone, and storing
-	// and sending it there would double every update's bytes.
-	lean := data
-	if len(ev.Previous) > 0 {
-		if lean, err = bus.EncodeLean(&ev); err != nil {
-			return nil, fmt.Errorf("encoding revision %d: %w", ch.Revision, err)
-		}
 	}
 	pd := &pending{rev: ch.Revision, start: time.Now()}
 	histSeq := p.sentSeq
@@ -361,11 +356,11 @@ func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 		p.chains[resChain] = ch.Revision
 	}
 	if k.Group == "" && k.Resource == "pods" {
-		if pd.node, err = p.sendNode(ctx, k, ch, &ev, lean); err != nil {
+		if pd.node, err = p.sendNode(ctx, k, ch, &ev, data); err != nil {
 			return nil, err
 		}
 	}
-	pd.state = eventMsg(bus.StateSubject(k), &ev, lean, 0)
+	pd.state = eventMsg(bus.StateSubject(k), &ev, data, 0)
 	pd.state.Header.Set(bus.HeaderHistSeq, strconv.FormatUint(histSeq, 10))
 	pd.stateAck = p.sendAsync(pd.state, p.stateOpts(pd.state, ch.Revision, ev.Type == bus.Deleted)...)
 	return pd, nil

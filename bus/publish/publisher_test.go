@@ -215,8 +215,9 @@ func TestPublishEveryRevisionOnceInOrder(t *testing.T) {
 			t.Fatalf("position %d holds revision %d, want %d", i, r, i+1)
 		}
 	}
-	if evs[0].Type != bus.Added || evs[10].Type != bus.Modified || string(evs[10].Previous) != `{"i":0}` {
-		t.Errorf("types/previous wrong: %s, %s %s", evs[0].Type, evs[10].Type, evs[10].Previous)
+	if evs[0].Type != bus.Added || evs[10].Type != bus.Modified || evs[10].PreviousRevision != evs[0].Revision || len(evs[10].Previous) != 0 {
+		t.Errorf("types/previous wrong: %s, %s previous revision %d (want %d) previous state %s (want none)",
+			evs[0].Type, evs[10].Type, evs[10].PreviousRevision, evs[0].Revision, evs[10].Previous)
 	}
 	if evs[50].Group != "apps" || evs[50].Resource != "deployments" || evs[50].Namespace != "default" {
 		t.Errorf("key parsed wrong: %+v", evs[50])
@@ -426,9 +427,10 @@ func TestPublishIgnoresForeignMessages(t *testing.T) {
 	}
 }
 
-// Only KUBE_HISTORY carries an update's previous state: an object's state
-// message and its node's messages carry the object alone.
-func TestPublishPreviousOnlyOnHistory(t *testing.T) {
+// No stream carries an update's previous state, only its revision: the
+// history, an object's state message and its node's messages carry the
+// object alone.
+func TestPublishNoPreviousState(t *testing.T) {
 	_, js := startNATS(t)
 	src := newFakeSource()
 	stop := runPublisher(t, src, alwaysLeader{}, js)
@@ -436,8 +438,8 @@ func TestPublishPreviousOnlyOnHistory(t *testing.T) {
 	src.put("/registry/core/pods/ns/p", `{"metadata":{"name":"p","namespace":"ns"},"spec":{"nodeName":"n1"}}`)
 	src.put("/registry/core/pods/ns/p", `{"metadata":{"name":"p","namespace":"ns"},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}}`)
 	_, evs := historyRevisions(t, js, 2)
-	if len(evs) != 2 || evs[1].Type != bus.Modified || len(evs[1].Previous) == 0 {
-		t.Fatalf("history: %d events, the update without its previous state: %+v", len(evs), evs)
+	if len(evs) != 2 || evs[1].Type != bus.Modified || len(evs[1].Previous) != 0 || evs[1].PreviousRevision != evs[0].Revision {
+		t.Fatalf("history: %d events, want the update with the previous revision and without the previous state: %+v", len(evs), evs)
 	}
 	k := bus.ObjectKey{Resource: "pods", Namespace: "ns", Name: "p"}
 	for _, c := range []struct{ stream, subject string }{
@@ -465,5 +467,43 @@ func TestPublishPreviousOnlyOnHistory(t *testing.T) {
 		if len(ev.Previous) != 0 || string(ev.Object) != string(evs[1].Object) {
 			t.Errorf("%s: previous %s, object %s (want none, and %s)", c.subject, ev.Previous, ev.Object, evs[1].Object)
 		}
+	}
+}
+
+// A pod moved to another node is DELETED for the node it left, with the
+// state that node last had, which no other message carries now.
+func TestPublishPodLeavingANode(t *testing.T) {
+	_, js := startNATS(t)
+	src := newFakeSource()
+	stop := runPublisher(t, src, alwaysLeader{}, js)
+	defer stop()
+	onN1 := `{"metadata":{"name":"p","namespace":"ns"},"spec":{"nodeName":"n1"}}`
+	src.put("/registry/core/pods/ns/p", onN1)
+	src.put("/registry/core/pods/ns/p", `{"metadata":{"name":"p","namespace":"ns"},"spec":{"nodeName":"n2"}}`)
+	last := func(subject string, rev int64) *bus.Event {
+		var ev *bus.Event
+		poll(t, 10*time.Second, subject+" at revision "+fmt.Sprint(rev), func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			st, err := js.Stream(ctx, bus.NodePodsStream)
+			if err != nil {
+				return false
+			}
+			m, err := st.GetLastMsgForSubject(ctx, subject)
+			if err != nil {
+				return false
+			}
+			if ev, err = bus.Decode(m.Data); err != nil {
+				t.Fatalf("%s: %v", subject, err)
+			}
+			return ev.Revision == rev
+		})
+		return ev
+	}
+	if ev := last(bus.NodeSubject("n1", "ns", "p"), 2); ev.Type != bus.Deleted || string(ev.Object) != onN1 {
+		t.Errorf("n1 sees %s %s, want DELETED %s", ev.Type, ev.Object, onN1)
+	}
+	if ev := last(bus.NodeSubject("n2", "ns", "p"), 2); ev.Type != bus.Added {
+		t.Errorf("n2 sees %s, want ADDED", ev.Type)
 	}
 }

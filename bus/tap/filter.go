@@ -66,12 +66,29 @@ func (f *Filter) Subjects() []string {
 	return []string{strings.Join(tokens, "."), bus.GapSubject}
 }
 
-// Match reports whether ev passes the filter.
+// Match reports whether ev passes the filter. An update whose previous
+// state matched the selector passes too (it may have just left the
+// selection); ev.Previous must be filled in for that.
 func (f *Filter) Match(ev *bus.Event) bool {
 	if ev.Type == bus.Gap {
 		return f.MinRevision == 0 || ev.To >= f.MinRevision
 	}
-	if ev.Revision < f.MinRevision {
+	if !f.matchKey(ev) {
+		return false
+	}
+	if f.Selector == nil || f.Selector.Empty() {
+		return true
+	}
+	if f.Selector.Matches(labels.Set(objectLabels(ev.Object))) {
+		return true
+	}
+	return ev.Type == bus.Modified && len(ev.Previous) > 0 && f.Selector.Matches(labels.Set(objectLabels(ev.Previous)))
+}
+
+// matchKey reports whether an object event passes every part of the
+// filter but the label selector.
+func (f *Filter) matchKey(ev *bus.Event) bool {
+	if ev.Type == bus.Gap || ev.Revision < f.MinRevision {
 		return false
 	}
 	if f.Types != nil && !f.Types[ev.Type] {
@@ -83,16 +100,7 @@ func (f *Filter) Match(ev *bus.Event) bool {
 	if f.Namespace != "" && ev.Namespace != f.Namespace {
 		return false
 	}
-	if f.Name != "" && ev.Name != f.Name {
-		return false
-	}
-	if f.Selector == nil || f.Selector.Empty() {
-		return true
-	}
-	if f.Selector.Matches(labels.Set(objectLabels(ev.Object))) {
-		return true
-	}
-	return ev.Type == bus.Modified && len(ev.Previous) > 0 && f.Selector.Matches(labels.Set(objectLabels(ev.Previous)))
+	return f.Name == "" || ev.Name == f.Name
 }
 
 func objectLabels(obj []byte) map[string]string {

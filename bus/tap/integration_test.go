@@ -362,6 +362,100 @@ func TestIntegrationTapRemovedMessages(t *testing.T) {
 	}
 }
 
+// The publisher sends an update with the revision of the previous state,
+// not the state: the tap diffs against the last state it read of the
+// object, or asks the stream for the object's message before the update
+// when it started after it, and says so when that message is gone.
+func TestIntegrationTapFindsPreviousState(t *testing.T) {
+	b := startBus(t)
+	dep := func(replicas int, labels map[string]string) json.RawMessage {
+		return object("web", "default", labels, "kubectl", map[string]any{"replicas": replicas})
+	}
+	db := object("db-1", "default", map[string]string{"app": "db"}, "kubectl", map[string]any{})
+	dbBound := object("db-1", "default", map[string]string{"app": "db"}, "kube-scheduler", map[string]any{"nodeName": "node-1"})
+	front := map[string]string{"app": "web", "tier": "front"}
+	for _, ev := range []bus.Event{
+		{Type: bus.Added, Revision: 2, Group: "apps", Resource: "deployments", Namespace: "default", Name: "web", Object: dep(3, front)},
+		{Type: bus.Added, Revision: 3, Resource: "pods", Namespace: "default", Name: "db-1", Object: db},
+		{Type: bus.Modified, Revision: 4, Group: "apps", Resource: "deployments", Namespace: "default", Name: "web", Object: dep(5, front), PreviousRevision: 2},
+		{Type: bus.Modified, Revision: 5, Resource: "pods", Namespace: "default", Name: "db-1", Object: dbBound, PreviousRevision: 3},
+		{Type: bus.Modified, Revision: 6, Group: "apps", Resource: "deployments", Namespace: "default", Name: "web", Object: dep(7, map[string]string{"app": "web"}), PreviousRevision: 4},
+	} {
+		b.publish(t, ev)
+	}
+	changes := func(t *testing.T, out string) map[int64]string {
+		t.Helper()
+		got := map[int64]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var rec struct {
+				Revision int64 `json:"revision"`
+				Changes  []struct {
+					Path string          `json:"path"`
+					Old  json.RawMessage `json:"old"`
+					New  json.RawMessage `json:"new"`
+				} `json:"changes"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("%v: %s", err, line)
+			}
+			var c []string
+			for _, ch := range rec.Changes {
+				if ch.Path != "metadata.managedFields" {
+					c = append(c, fmt.Sprintf("%s %s->%s", ch.Path, ch.Old, ch.New))
+				}
+			}
+			got[rec.Revision] = strings.Join(c, ", ")
+		}
+		return got
+	}
+	want := map[int64]string{
+		2: "", 3: "",
+		4: "spec.replicas 3->5",
+		5: `spec.nodeName ->"node-1"`,
+		6: `metadata.labels.tier "front"->, spec.replicas 5->7`,
+	}
+	check := func(t *testing.T, got map[int64]string, revs ...int64) {
+		t.Helper()
+		if len(got) != len(revs) {
+			t.Fatalf("records %v, want revisions %v", got, revs)
+		}
+		for _, r := range revs {
+			if got[r] != want[r] {
+				t.Errorf("revision %d: changes %q, want %q", r, got[r], want[r])
+			}
+		}
+	}
+	t.Run("from the states it read", func(t *testing.T) {
+		check(t, changes(t, b.tap(t, "--follow=false", "--since=1", "-o", "json")), 2, 3, 4, 5, 6)
+	})
+	t.Run("from the stream when it starts after them", func(t *testing.T) {
+		check(t, changes(t, b.tap(t, "--follow=false", "--since=5", "-o", "json")), 5, 6)
+	})
+	t.Run("an update that left the selection", func(t *testing.T) {
+		// Revision 6 drops the label: only its previous state matches.
+		check(t, changes(t, b.tap(t, "--follow=false", "--since=3", "-l", "tier=front", "-o", "json")), 4, 6)
+	})
+	t.Run("the previous message is gone", func(t *testing.T) {
+		ctx := context.Background()
+		st, err := b.js.Stream(ctx, bus.HistoryStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.DeleteMsg(ctx, 3); err != nil { // revision 4
+			t.Fatal(err)
+		}
+		out := b.tap(t, "--follow=false", "--since=6")
+		if !strings.Contains(out, "(the previous state is no longer on the bus)") || strings.Contains(out, "spec.replicas") {
+			t.Fatalf("table for an update whose previous message is gone:\n%s", out)
+		}
+		// The object's last message before it (revision 2) is not the
+		// previous state: no changes rather than the wrong ones.
+		if got := changes(t, b.tap(t, "--follow=false", "--since=6", "-o", "json")); len(got) != 1 || got[6] != "" {
+			t.Fatalf("records %v, want revision 6 without changes", got)
+		}
+	})
+}
+
 // syncBuffer is a bytes.Buffer safe to read while the tap writes it.
 type syncBuffer struct {
 	mu sync.Mutex

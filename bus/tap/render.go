@@ -124,7 +124,9 @@ func (p *Printer) printTable(w io.Writer, r Record) error {
 	}
 	b.WriteString(row(strconv.FormatInt(ev.Revision, 10), p.timeString(r.Time), string(ev.Type),
 		ResourceName(ev.Group, ev.Resource), ObjectName(ev.Namespace, ev.Name), Who(ev.Object)))
-	if ev.Type == bus.Modified {
+	if ev.Type == bus.Modified && len(ev.Previous) == 0 {
+		b.WriteString("  (the previous state is no longer on the bus)\n")
+	} else if ev.Type == bus.Modified {
 		changes, err := DiffResource(ev.Group, ev.Resource, ev.Previous, ev.Object)
 		if err != nil {
 			b.WriteString("  (cannot diff: " + err.Error() + ")\n")
@@ -252,7 +254,7 @@ func newJSONRecord(r Record) jsonRecord {
 		return jr
 	}
 	jr.Who = Who(r.Event.Object)
-	if r.Event.Type == bus.Modified {
+	if r.Event.Type == bus.Modified && len(r.Event.Previous) > 0 {
 		jr.Changes, _ = DiffResource(r.Event.Group, r.Event.Resource, r.Event.Previous, r.Event.Object)
 	}
 	return jr

@@ -79,6 +79,8 @@ func Tail(ctx context.Context, js jetstream.JetStream, cfg Config, emit func(Rec
 			return nil
 		}
 	}
+	// Updates carry the revision of the previous state, not the state.
+	prevs := newPreviousStates(directLastBefore(js.Conn(), bus.HistoryStream))
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -97,10 +99,18 @@ func Tail(ctx context.Context, js jetstream.JetStream, cfg Config, emit func(Rec
 		ev, err := bus.Decode(msg.Data())
 		if err != nil {
 			cfg.Logger.Warn("skipping a message that is not an event", "subject", msg.Subject(), "seq", md.Sequence.Stream, "err", err)
-		} else if cfg.Filter.Match(ev) {
-			if err := emit(Record{Seq: md.Sequence.Stream, Time: md.Timestamp, Event: ev}); err != nil {
-				return err
+		} else {
+			if cfg.Filter.matchKey(ev) {
+				if err := prevs.fill(ctx, ev, md.Sequence.Stream); err != nil {
+					cfg.Logger.Warn("showing an update without its changes", "err", err)
+				}
 			}
+			if cfg.Filter.Match(ev) {
+				if err := emit(Record{Seq: md.Sequence.Stream, Time: md.Timestamp, Event: ev}); err != nil {
+					return err
+				}
+			}
+			prevs.remember(ev)
 		}
 		if !cfg.Follow && (md.Sequence.Stream >= last || md.NumPending == 0) {
 			return nil
