@@ -30,7 +30,7 @@ type Filter struct {
 	Types map[bus.EventType]bool
 	// Selector nil means every object. A MODIFIED event passes when the
 	// object matches before or after the change, so a label being removed
-	// is still shown.
+	// is still shown, as long as the previous state is still on the bus.
 	Selector labels.Selector
 	// MinRevision drops events older than this revision.
 	MinRevision int64

@@ -445,7 +445,7 @@ func TestIntegrationTapFindsPreviousState(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := b.tap(t, "--follow=false", "--since=6")
-		if !strings.Contains(out, "(the previous state is no longer on the bus)") || strings.Contains(out, "spec.replicas") {
+		if !strings.Contains(out, "(the previous state is not on the bus)") || strings.Contains(out, "spec.replicas") {
 			t.Fatalf("table for an update whose previous message is gone:\n%s", out)
 		}
 		// The object's last message before it (revision 2) is not the

@@ -11,12 +11,22 @@ import (
 	"github.com/kubebus/kubebus/bus"
 )
 
-// maxRemembered bounds how many objects' last states the tap keeps to
-// diff their next update without asking the stream.
-const maxRemembered = 20000
+// The tap keeps the last state of at most maxRemembered objects, and of
+// at most maxRememberedBytes in all, to diff their next update without
+// asking the stream; past either it forgets them all and asks again.
+const (
+	maxRemembered      = 20000
+	maxRememberedBytes = 64 << 20
+)
 
-// fetchTimeout bounds one request for an object's previous message.
-const fetchTimeout = 5 * time.Second
+// fetchTimeout bounds one request for an object's previous message, and
+// missRetry is how long the tap waits before asking once more when the
+// answer is not the previous state (a stream replica may lag behind the
+// message the tap just read).
+const (
+	fetchTimeout = 2 * time.Second
+	missRetry    = 200 * time.Millisecond
+)
 
 // lastBeforeFunc returns the Object of the last message on subject with
 // a sequence up to seq, and that message's revision; a nil object when
@@ -28,7 +38,15 @@ type lastBeforeFunc func(ctx context.Context, subject string, seq uint64) (json.
 // object, else from the object's previous message on the stream.
 type previousStates struct {
 	last       map[bus.ObjectKey]remembered
-	lastBefore lastBeforeFunc
+	bytes      int
+	lastBefore lastBeforeFunc // nil once a request failed
+	// complete says the tap read the subjects it follows from the
+	// stream's first message and forgot nothing: an object it holds no
+	// state of then has no earlier message on the stream.
+	complete bool
+	// retried says a miss was asked again once already and was a real
+	// miss: later misses are not asked again.
+	retried bool
 }
 
 type remembered struct {
@@ -41,8 +59,10 @@ func newPreviousStates(lastBefore lastBeforeFunc) *previousStates {
 }
 
 // fill sets ev.Previous when ev is an update without it; seq is ev's
-// sequence on the stream. When the previous message is gone (aged out of
-// the stream) ev.Previous stays empty.
+// sequence on the stream. When the previous message is not on the stream
+// (aged out, or never published) ev.Previous stays empty. After a request
+// fails (a timeout, a refusal), the tap asks no more, so that a broken
+// connection does not stall it on every update; the error says so.
 func (p *previousStates) fill(ctx context.Context, ev *bus.Event, seq uint64) error {
 	if ev.Type != bus.Modified || len(ev.Previous) > 0 || ev.PreviousRevision <= 0 {
 		return nil
@@ -52,17 +72,38 @@ func (p *previousStates) fill(ctx context.Context, ev *bus.Event, seq uint64) er
 		ev.Previous = r.obj
 		return nil
 	}
-	if seq <= 1 {
+	if seq <= 1 || p.lastBefore == nil || p.complete {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	defer cancel()
-	obj, rev, err := p.lastBefore(ctx, bus.HistorySubject(k), seq-1)
-	if err != nil {
-		return fmt.Errorf("reading the state of %s before revision %d: %w", k.GroupResource()+" "+ObjectName(k.Namespace, k.Name), ev.Revision, err)
-	}
-	if obj != nil && rev == ev.PreviousRevision {
-		ev.Previous = obj
+	for attempt := 0; attempt < 2; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-time.After(missRetry):
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+		obj, rev, err := p.lastBefore(fctx, bus.HistorySubject(k), seq-1)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			p.lastBefore = nil
+			return fmt.Errorf("reading the state of %s %s before revision %d, so updates are shown without their changes from now on: %w",
+				k.GroupResource(), ObjectName(k.Namespace, k.Name), ev.Revision, err)
+		}
+		if obj != nil && rev == ev.PreviousRevision {
+			ev.Previous = obj
+			return nil
+		}
+		if rev > ev.PreviousRevision || p.retried {
+			return nil // a later message, or misses are real: it is gone
+		}
+		if attempt > 0 {
+			p.retried = true
+		}
 	}
 	return nil
 }
@@ -70,18 +111,19 @@ func (p *previousStates) fill(ctx context.Context, ev *bus.Event, seq uint64) er
 // remember records ev's object as the object's last state.
 func (p *previousStates) remember(ev *bus.Event) {
 	k := ev.Key()
-	switch ev.Type {
-	case bus.Added, bus.Modified:
-		if _, ok := p.last[k]; !ok && len(p.last) >= maxRemembered {
-			for old := range p.last { // forget one, any
-				delete(p.last, old)
-				break
-			}
-		}
-		p.last[k] = remembered{rev: ev.Revision, obj: ev.Object}
-	case bus.Deleted:
+	if r, ok := p.last[k]; ok {
+		p.bytes -= len(r.obj)
 		delete(p.last, k)
 	}
+	if ev.Type != bus.Added && ev.Type != bus.Modified {
+		return
+	}
+	if len(p.last) >= maxRemembered || p.bytes+len(ev.Object) > maxRememberedBytes {
+		clear(p.last)
+		p.bytes, p.complete = 0, false
+	}
+	p.last[k] = remembered{rev: ev.Revision, obj: ev.Object}
+	p.bytes += len(ev.Object)
 }
 
 // directLastBefore asks stream, with a JetStream direct get, for the last

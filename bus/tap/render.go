@@ -125,7 +125,7 @@ func (p *Printer) printTable(w io.Writer, r Record) error {
 	b.WriteString(row(strconv.FormatInt(ev.Revision, 10), p.timeString(r.Time), string(ev.Type),
 		ResourceName(ev.Group, ev.Resource), ObjectName(ev.Namespace, ev.Name), Who(ev.Object)))
 	if ev.Type == bus.Modified && len(ev.Previous) == 0 {
-		b.WriteString("  (the previous state is no longer on the bus)\n")
+		b.WriteString("  (the previous state is not on the bus)\n")
 	} else if ev.Type == bus.Modified {
 		changes, err := DiffResource(ev.Group, ev.Resource, ev.Previous, ev.Object)
 		if err != nil {

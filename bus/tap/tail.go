@@ -81,6 +81,8 @@ func Tail(ctx context.Context, js jetstream.JetStream, cfg Config, emit func(Rec
 	}
 	// Updates carry the revision of the previous state, not the state.
 	prevs := newPreviousStates(directLastBefore(js.Conn(), bus.HistoryStream))
+	prevs.complete = occ.DeliverPolicy == jetstream.DeliverAllPolicy ||
+		occ.DeliverPolicy == jetstream.DeliverByStartSequencePolicy && occ.OptStartSeq <= info.State.FirstSeq
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {

@@ -26,7 +26,9 @@ func newTapCmd(g *globals) *cobra.Command {
 		Short: "Tail every change in the cluster, read straight from the bus",
 		Long: `Print the changes the API server republished on the bus (the KUBE_HISTORY
 JetStream stream), one row per change, with a field-level diff under every
-MODIFIED row. A GAP line says a range of revisions was never published.
+MODIFIED row whose previous state is still on the bus (events name the
+previous revision; tap reads that state from the stream). A GAP line says a
+range of revisions was never published.
 
 Without --since, tap follows from now; with --follow=false it prints the
 whole retained history and exits. --since takes an etcd revision (replay
