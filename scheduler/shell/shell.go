@@ -117,7 +117,10 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("scheduler: building profiles: %w", err)
 	}
 	cfg := rest.CopyConfig(o.REST)
-	cfg.QPS, cfg.Burst = o.Config.ClientConnection.QPS, int(o.Config.ClientConnection.Burst)
+	cc := o.Config.ClientConnection
+	cfg.QPS, cfg.Burst = cc.QPS, int(cc.Burst)
+	// As upstream: protobuf unless the configuration says otherwise.
+	cfg.ContentType, cfg.AcceptContentTypes = cc.ContentType, cc.AcceptContentTypes
 	cfg.UserAgent = Component
 	// As upstream, bindings, events and the lease each get their own client
 	// and so their own rate limiter: a backlog of bindings must not starve

@@ -86,6 +86,7 @@ kubeconfig is).`,
 				qps = max(qps, 50*float32(nodes))
 			}
 			cfg.QPS, cfg.Burst = qps, int(2*qps)
+			cfg.ContentType = o.contentType
 			if instance == "" {
 				instance, _ = os.Hostname()
 			}
@@ -150,6 +151,7 @@ kubeconfig is).`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
 	f.StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
 	addNATSFlags(f, &nf)
+	f.StringVar(&o.contentType, "kube-api-content-type", protobufContentType, "content type of the requests sent to the API server (upstream's default: protobuf)")
 	f.Float32Var(&qps, "kube-api-qps", 500, "API requests per second, burst twice that (with --simulate, shared by all hollow nodes; default 50 per node, as many kubelets)")
 	f.DurationVar(&o.leaseEvery, "node-lease-renew-interval", 10*time.Second, "how often each node renews its Lease in kube-node-lease")
 	f.DurationVar(&o.statusEvery, "node-status-update-frequency", 10*time.Second, "how often each node posts its status")

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -63,7 +64,15 @@ type nodeOptions struct {
 	// Service's ClusterIP), clusterDomain the domain they search.
 	clusterDNS    []string
 	clusterDomain string
+	// contentType is that of the requests to the API server (default
+	// protobufContentType, as upstream's kubelet).
+	contentType string
 }
+
+// protobufContentType is Kubernetes' protobuf media type, which upstream's
+// kubelet and scheduler send by default: smaller and cheaper to encode and
+// decode than JSON on both ends.
+const protobufContentType = "application/vnd.kubernetes.protobuf"
 
 func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, prefix string) {
 	f.StringVar(&o.name, prefix+"hostname-override", "", "node name (default the hostname)")
@@ -136,6 +145,7 @@ func runNode(ctx context.Context, log *slog.Logger, cfg *rest.Config, natsURL st
 
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "kubelet/" + kubeletVersion
+	cfg.ContentType = cmp.Or(o.contentType, protobufContentType)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("kubelet: API client: %w", err)
