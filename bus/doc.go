@@ -45,7 +45,8 @@
 // revision of its previous state (the state itself is not repeated: it is
 // the object's previous message on KUBE_HISTORY, which `kubebus tap`
 // reads when it shows what changed), and headers that let a consumer
-// filter and check order without decoding: Kube-Revision, Kube-Type, Kube-Resource, Kube-Chain-Prev.
+// filter and check order without decoding: Kube-Revision, Kube-Type,
+// Kube-Resource, Kube-Chain-Prev.
 // Kube-Chain-Prev is the revision of the previous event on the same chain
 // (the same resource on KUBE_HISTORY, the same node on KUBE_NODEPODS), so a
 // consumer filtered to one resource can still tell "caught up" from "missed

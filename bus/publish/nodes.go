@@ -52,23 +52,21 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 		routes = append(routes, route{cur, e, d})
 	}
 	if prev != "" && prev != cur {
-		c := *ev
-		c.Type = bus.Deleted
-		var d []byte
 		if ch.Delete {
-			d, _ = bus.EncodeLean(&c)
+			routes = append(routes, route{prev, ev, data}) // ev is the DELETED event already
 		} else {
 			// The old node's last view of the pod. Nothing has checked
 			// this value yet, so it is encoded with the check, and a
 			// value that is not JSON leaves only the pod's name.
-			c.Object = ch.Prev
-			var err error
-			if d, err = bus.Encode(&c); err != nil {
+			c := *ev
+			c.Type, c.Object = bus.Deleted, ch.Prev
+			d, err := bus.Encode(&c)
+			if err != nil {
 				c.Object = skeleton(k)
 				d, _ = bus.EncodeLean(&c)
 			}
+			routes = append(routes, route{prev, &c, d})
 		}
-		routes = append(routes, route{prev, &c, d})
 	}
 	ns := &nodeSend{rev: ch.Revision}
 	for _, r := range routes {
