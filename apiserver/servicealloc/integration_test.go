@@ -315,8 +315,10 @@ func TestIntegrationServiceAllocationRace(t *testing.T) {
 				name := fmt.Sprintf("race-%d-%d", round, i)
 				s := service(name, corev1.ServiceTypeNodePort, ip, corev1.ServicePort{Port: 80, NodePort: port})
 				if round%2 == 1 {
-					// Odd rounds race for the node port alone.
-					s.Spec.ClusterIP = ""
+					// Odd rounds race for the node port alone: each server
+					// asks for an IP of its own, outside the ones the even
+					// rounds race for (a picked IP could be one of those).
+					s.Spec.ClusterIP = fmt.Sprintf("10.200.2.%d", 2*round+i)
 				}
 				_, results[i] = r.cs.CoreV1().Services(testNamespace).Create(ctx, s, metav1.CreateOptions{})
 			}()
