@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// result is one run of one configuration: the metrics of its benchmark
+// line by unit ("creates/s", "server-cpu-s", ...).
+type result struct {
+	round   int
+	config  string
+	metrics map[string]float64
+}
+
+// parseBenchLine reads the metrics of a `go test -bench` result line
+// ("BenchmarkX-2  1  3401527371 ns/op  588.0 creates/s ..."). ok is false
+// for any other line.
+func parseBenchLine(line string) (metrics map[string]float64, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+		return nil, false
+	}
+	if _, err := strconv.Atoi(f[1]); err != nil {
+		return nil, false // a name line without results
+	}
+	metrics = map[string]float64{}
+	for i := 2; i+1 < len(f); i += 2 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return nil, false
+		}
+		metrics[f[i+1]] = v
+	}
+	if len(metrics) == 0 {
+		return nil, false
+	}
+	var total float64
+	n := 0
+	for _, u := range []string{"server-cpu-s", "nodes-cpu-s", "client-cpu-s"} {
+		if v, ok := metrics[u]; ok {
+			total += v
+			n++
+		}
+	}
+	if n > 1 {
+		metrics["total-cpu-s"] = total // the CPU of every process measured
+	}
+	return metrics, true
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+// values returns config's values of unit, in round order.
+func values(rs []result, config, unit string) []float64 {
+	var out []float64
+	for _, r := range rs {
+		if v, ok := r.metrics[unit]; ok && r.config == config {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// pairedRatios returns a's value of unit over b's, for every round that
+// has both.
+func pairedRatios(rs []result, a, b, unit string) []float64 {
+	byRound := map[int]map[string]float64{}
+	var rounds []int
+	for _, r := range rs {
+		v, ok := r.metrics[unit]
+		if !ok || (r.config != a && r.config != b) {
+			continue
+		}
+		if byRound[r.round] == nil {
+			byRound[r.round] = map[string]float64{}
+			rounds = append(rounds, r.round)
+		}
+		byRound[r.round][r.config] = v
+	}
+	slices.Sort(rounds)
+	var out []float64
+	for _, n := range rounds {
+		va, okA := byRound[n][a]
+		vb, okB := byRound[n][b]
+		if okA && okB && vb != 0 {
+			out = append(out, va/vb)
+		}
+	}
+	return out
+}
+
+// bootstrapRatio is the 5th and 95th percentile of median(a)/median(b)
+// over resamples of each set (with replacement), from a fixed seed.
+func bootstrapRatio(a, b []float64, resamples int) (lo, hi float64) {
+	if len(a) == 0 || len(b) == 0 || resamples < 20 {
+		return 0, 0
+	}
+	rng := rand.New(rand.NewSource(1))
+	draw := func(xs []float64) []float64 {
+		out := make([]float64, len(xs))
+		for i := range out {
+			out[i] = xs[rng.Intn(len(xs))]
+		}
+		return out
+	}
+	ratios := make([]float64, resamples)
+	for i := range ratios {
+		if mb := median(draw(b)); mb != 0 {
+			ratios[i] = median(draw(a)) / mb
+		}
+	}
+	slices.Sort(ratios)
+	return ratios[resamples*5/100], ratios[resamples*95/100]
+}
+
+// summary is the report of a set: per configuration the median and mean
+// of every unit, then every configuration against the first on unit.
+func summary(rs []result, configs []string, unit string) string {
+	var b strings.Builder
+	units := map[string]bool{}
+	for _, r := range rs {
+		for u := range r.metrics {
+			units[u] = true
+		}
+	}
+	names := make([]string, 0, len(units))
+	for u := range units {
+		names = append(names, u)
+	}
+	slices.Sort(names)
+	for _, c := range configs {
+		fmt.Fprintf(&b, "%s:\n", c)
+		for _, u := range names {
+			vs := values(rs, c, u)
+			if len(vs) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "  %-14s median %10.4g  mean %10.4g  (n=%d)\n", u, median(vs), mean(vs), len(vs))
+		}
+	}
+	if len(configs) < 2 {
+		return b.String()
+	}
+	base := configs[0]
+	for _, c := range configs[1:] {
+		a, bb := values(rs, c, unit), values(rs, base, unit)
+		pr := pairedRatios(rs, c, base, unit)
+		lo, hi := bootstrapRatio(a, bb, 2000)
+		fmt.Fprintf(&b, "%s / %s, %s: ratio of medians %.3f (bootstrap 90%%: %.3f to %.3f); per-round ratios: median %.3f, mean %.3f (n=%d)\n",
+			c, base, unit, safeDiv(median(a), median(bb)), lo, hi, median(pr), mean(pr), len(pr))
+	}
+	return b.String()
+}
+
+func safeDiv(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
