@@ -68,7 +68,9 @@ func (e *Event) Key() ObjectKey {
 }
 
 // Encode is the message body of ev. It fails when Object or Previous is
-// not JSON; the raw values are compacted, as encoding/json does.
+// not JSON; the raw values are checked, then copied as they are (the API
+// server stores compact encoding/json output, which is what encoding/json
+// would make of it again).
 //
 // Envelopes are encoded and decoded with segmentio's drop-in for
 // encoding/json: every consumer decodes every event it reads, and
@@ -76,11 +78,13 @@ func (e *Event) Key() ObjectKey {
 // scans once, several times faster. The objects inside are still
 // decoded by each consumer as it likes.
 func Encode(ev *Event) ([]byte, error) {
-	data, err := segjson.Marshal(ev)
-	if err != nil {
-		return nil, fmt.Errorf("bus: encoding event: %w", err)
+	if len(ev.Object) > 0 && !segjson.Valid(ev.Object) {
+		return nil, fmt.Errorf("bus: encoding event: the object of %s at revision %d is not JSON", ev.Name, ev.Revision)
 	}
-	return data, nil
+	if len(ev.Previous) > 0 && !segjson.Valid(ev.Previous) {
+		return nil, fmt.Errorf("bus: encoding event: the previous state of %s at revision %d is not JSON", ev.Name, ev.Revision)
+	}
+	return encodeChecked(ev)
 }
 
 // EncodeLean is ev's message body without the previous state, for an
@@ -89,7 +93,16 @@ func Encode(ev *Event) ([]byte, error) {
 func EncodeLean(ev *Event) ([]byte, error) {
 	c := *ev
 	c.Previous = nil
-	data, err := segjson.Append(nil, &c, segjson.EscapeHTML|segjson.SortMapKeys|segjson.TrustRawMessage)
+	return encodeChecked(&c)
+}
+
+// encodeChecked encodes an event whose raw values are known to be JSON,
+// copying them as they are: with segmentio's EscapeHTML the raw values
+// would be compacted (copied byte by byte) again. The envelope's own
+// strings are API names, which have no characters to escape.
+func encodeChecked(ev *Event) ([]byte, error) {
+	buf := make([]byte, 0, len(ev.Object)+len(ev.Previous)+256) // the envelope's fields fit in 256 bytes
+	data, err := segjson.Append(buf, ev, segjson.SortMapKeys|segjson.TrustRawMessage)
 	if err != nil {
 		return nil, fmt.Errorf("bus: encoding event: %w", err)
 	}

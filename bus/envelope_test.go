@@ -1,0 +1,76 @@
+package bus
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// A stored value (compact encoding/json output) is carried byte for
+// byte, as compacting it would have carried it; a value that is not JSON
+// is refused; one with white space still makes an event Decode reads.
+func TestEncode(t *testing.T) {
+	obj := []byte(`{"kind":"Pod","metadata":{"name":"web","annotations":{"a":"\u003cb\u003e \u0026 é"}},"spec":{"containers":[{"name":"c","args":["x",""]}]},"n":[1,2.5,-3e-7,null,true]}`)
+	ev := &Event{Type: Modified, Revision: 9, PrevRevision: 8, Resource: "pods", Namespace: "default", Name: "web", Object: obj, PreviousRevision: 7}
+	got, err := Encode(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := segjson.Marshal(ev) // validates and compacts the raw value
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Encode:\n%s\ncompacting:\n%s", got, want)
+	}
+	if !bytes.Contains(got, obj) {
+		t.Fatalf("the object is not in the envelope as stored:\n%s", got)
+	}
+
+	for _, bad := range []string{`{"a":`, `not json`, `{"a":1}x`, "\x00"} {
+		if _, err := Encode(&Event{Type: Added, Revision: 1, Resource: "pods", Name: "x", Object: []byte(bad)}); err == nil {
+			t.Errorf("object %q accepted", bad)
+		}
+		if _, err := Encode(&Event{Type: Modified, Revision: 2, Resource: "pods", Name: "x", Object: []byte(`{}`), Previous: []byte(bad)}); err == nil {
+			t.Errorf("previous state %q accepted", bad)
+		}
+	}
+
+	spaced := []byte(" {\n \"metadata\" : {\"name\": \"x\"} } ")
+	data, err := Encode(&Event{Type: Added, Revision: 3, Resource: "pods", Name: "x", Object: spaced})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(data)
+	if err != nil {
+		t.Fatalf("Decode: %v\n%s", err, data)
+	}
+	var a, b any
+	if err := json.Unmarshal(back.Object, &a); err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(spaced, &b)
+	if !strings.Contains(string(data), `"name": "x"`) || a.(map[string]any)["metadata"].(map[string]any)["name"] != b.(map[string]any)["metadata"].(map[string]any)["name"] {
+		t.Fatalf("the spaced object came back as %s", back.Object)
+	}
+}
+
+// BenchmarkEncode: an update's event of a 2.3 kB pod, as the publisher
+// makes one for every change.
+func BenchmarkEncode(b *testing.B) {
+	ev := benchEvent()
+	b.SetBytes(int64(len(ev.Object)))
+	for b.Loop() {
+		if _, err := Encode(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchEvent() *Event {
+	obj := []byte(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"bench-000001","namespace":"creates-0","uid":"0b7c1f3e-1c7e-4a53-9a77-7f2d1d0f1a22","creationTimestamp":"2026-11-29T18:00:00Z","labels":{"app":"bench","pod-template-hash":"5d8f9c7b6"},"managedFields":[{"manager":"bench.test","operation":"Update","apiVersion":"v1","time":"2026-11-29T18:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}}]},"spec":{"volumes":[{"name":"kube-api-access-abcde","projected":{"sources":[{"serviceAccountToken":{"expirationSeconds":3607,"path":"token"}},{"configMap":{"name":"kube-root-ca.crt","items":[{"key":"ca.crt","path":"ca.crt"}]}},{"downwardAPI":{"items":[{"path":"namespace","fieldRef":{"apiVersion":"v1","fieldPath":"metadata.namespace"}}]}}],"defaultMode":420}}],"containers":[{"name":"app","image":"registry.k8s.io/pause:3.10","ports":[{"containerPort":8080,"protocol":"TCP"}],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}},"volumeMounts":[{"name":"kube-api-access-abcde","readOnly":true,"mountPath":"/var/run/secrets/kubernetes.io/serviceaccount"}],"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","serviceAccountName":"default","serviceAccount":"default","nodeName":"hollow-1","securityContext":{},"schedulerName":"default-scheduler","priority":0,"enableServiceLinks":true,"preemptionPolicy":"PreemptLowerPriority"},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-11-29T18:00:01Z"}],"podIP":"10.0.0.1","startTime":"2026-11-29T18:00:01Z","qosClass":"Burstable"}}`)
+	return &Event{Type: Modified, Revision: 9, PrevRevision: 8, Resource: "pods", Namespace: "creates-0", Name: "bench-000001", Object: obj, PreviousRevision: 7}
+}
