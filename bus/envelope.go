@@ -98,8 +98,9 @@ func EncodeLean(ev *Event) ([]byte, error) {
 
 // encodeChecked encodes an event whose raw values are known to be JSON,
 // copying them as they are: with segmentio's EscapeHTML the raw values
-// would be compacted (copied byte by byte) again. The envelope's own
-// strings are API names, which have no characters to escape.
+// would be compacted (copied byte by byte) again. Without it, <, > and &
+// in the envelope's own strings stay as they are, which is still JSON
+// (and API names have none).
 func encodeChecked(ev *Event) ([]byte, error) {
 	buf := make([]byte, 0, len(ev.Object)+len(ev.Previous)+256) // the envelope's fields fit in 256 bytes
 	data, err := segjson.Append(buf, ev, segjson.SortMapKeys|segjson.TrustRawMessage)

@@ -53,6 +53,13 @@ func FuzzDecode(f *testing.F) {
 		default:
 			t.Fatalf("accepted the unknown type %q", ev.Type)
 		}
+		enc, err := Encode(ev)
+		if err != nil {
+			t.Fatalf("Encode refuses an event Decode accepted: %v", err)
+		}
+		if back, err := Decode(enc); err != nil || back.Key() != ev.Key() || back.Revision != ev.Revision || back.Type != ev.Type {
+			t.Fatalf("Decode of Encode: %+v, %v\n%s", back, err, enc)
+		}
 		once, err := json.Marshal(ev)
 		if err != nil {
 			t.Fatalf("encoding an accepted event: %v", err)
