@@ -1,25 +1,31 @@
 // Command benchab runs one end-to-end benchmark of test/bench against
 // several server configurations in interleaved rounds and reports each
 // configuration against the first: the ratio of the medians with a
-// bootstrap interval, and the median and mean of the per-round ratios.
+// bootstrap interval (the rounds resampled), and the median and mean of
+// the per-round ratios.
 //
 // On a shared 2-core VM one configuration's runs spread by ±20%, so a
-// difference of a few percent shows only over many interleaved rounds;
-// the configurations take turns starting each round, so none is always
-// first after a quiet spell. It is how the comparisons of
+// difference of a few percent shows only over many interleaved rounds.
+// Each round runs the configurations in an order drawn afresh (from the
+// round's number), so none always runs first after a quiet spell or
+// right after the same other one. It is how the comparisons of
 // docs/benchmarks.md are made, e.g. issue 13's goal:
 //
+//	make build
 //	go test -c -o /tmp/bench.test ./test/bench
-//	go run ./hack/benchab -test /tmp/bench.test -bin bin/kubebus -rounds 20 \
+//	go run ./hack/benchab -test /tmp/bench.test -bin bin/kubebus -rounds 20 -out /tmp/set1.txt \
 //	  -config 'on' \
 //	  -config 'off|--authorization-mode=AlwaysAllow --disable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,NodeRestriction,PodSecurity,ResourceQuota'
 //
 // A configuration is "label|server flags|VAR=value ..." (the last two
 // optional): the flags go to $KUBEBUS_BENCH_SERVER_ARGS, the variables to
 // the benchmark's environment. -bin may be given per configuration as
-// "label|flags|vars|binary" to compare two builds. Every result line is
-// appended to -out as it comes; -from summarises such a file instead of
-// running.
+// "label|flags|vars|binary" to compare two builds; relative paths are
+// taken from where benchab runs. Every result line is written to -out (a
+// new file) as it comes; -from summarises such a file instead of running,
+// -base picking the configuration the others are compared with, and
+// -unit the metric (total-cpu-s is the CPU of the server, the hollow
+// nodes and the client together).
 package main
 
 import (
@@ -31,9 +37,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 type config struct {
@@ -101,52 +110,91 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		if *base != "" {
-			i := slices.Index(order, *base)
-			if i < 0 {
-				return fmt.Errorf("-base %q: no such configuration in %s", *base, *from)
-			}
-			order = append([]string{*base}, slices.Delete(order, i, i+1)...)
+		if order, err = withBase(order, *base); err != nil {
+			return fmt.Errorf("%s: %w", *from, err)
 		}
-		fmt.Print(summary(rs, order, *unit))
-		return nil
+		return printSummary(rs, order, *unit)
+	}
+	if *base != "" {
+		return errors.New("-base is for -from: when running, the first -config is the base")
 	}
 	if *testBin == "" || len(configs) == 0 {
 		return errors.New("-test and at least one -config are required (or -from)")
 	}
+	// The benchmark runs in test/bench: relative paths would name files there.
+	test, err := filepath.Abs(*testBin)
+	if err != nil {
+		return err
+	}
 	var cs []config
+	order := make([]string, 0, len(configs))
 	for _, s := range configs {
 		c, err := parseConfig(s, *bin)
 		if err != nil {
 			return err
 		}
+		if slices.Contains(order, c.label) {
+			return fmt.Errorf("two configurations are labelled %q", c.label)
+		}
+		if c.bin, err = filepath.Abs(c.bin); err != nil {
+			return err
+		}
 		cs = append(cs, c)
+		order = append(order, c.label)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	var outFile *os.File
+	if *out != "" {
+		// A new file per set: rounds are numbered from 0 in every set.
+		if outFile, err = os.OpenFile(*out, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err != nil {
+			return fmt.Errorf("-out: %w (each set needs a file of its own)", err)
+		}
+		defer outFile.Close()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var rs []result
-	order := make([]string, len(cs))
-	for i, c := range cs {
-		order[i] = c.label
-	}
 	for r := 0; r < *rounds; r++ {
-		for i := range cs {
-			c := cs[(r+i)%len(cs)] // each configuration starts a round in turn
-			m, line, err := runOnce(ctx, *testBin, *bench, c)
+		for _, i := range roundOrder(r, len(cs)) {
+			c := cs[i]
+			m, line, err := runOnce(ctx, test, *bench, c)
 			if err != nil {
+				if len(rs) > 0 {
+					fmt.Println("the rounds so far:")
+					_ = printSummary(rs, order, *unit)
+				}
 				return fmt.Errorf("round %d, %s: %w", r, c.label, err)
 			}
 			rs = append(rs, result{round: r, config: c.label, metrics: m})
 			rec := fmt.Sprintf("%d %s %s", r, c.label, line)
 			fmt.Println(rec)
-			if *out != "" {
-				if err := appendLine(*out, rec); err != nil {
-					return err
+			if outFile != nil {
+				if _, err := fmt.Fprintln(outFile, rec); err != nil {
+					return fmt.Errorf("-out: %w", err)
 				}
 			}
 		}
 	}
-	fmt.Print(summary(rs, order, *unit))
+	return printSummary(rs, order, *unit)
+}
+
+// withBase moves base to the front of order ("" leaves order as it is).
+func withBase(order []string, base string) ([]string, error) {
+	if base == "" {
+		return order, nil
+	}
+	i := slices.Index(order, base)
+	if i < 0 {
+		return nil, fmt.Errorf("-base %q: no such configuration (there are %s)", base, strings.Join(order, ", "))
+	}
+	return append([]string{base}, slices.Delete(slices.Clone(order), i, i+1)...), nil
+}
+
+// printSummary prints the summary, or fails when no result has unit.
+func printSummary(rs []result, order []string, unit string) error {
+	if !hasUnit(rs, unit) {
+		return fmt.Errorf("no result has the metric %q", unit)
+	}
+	fmt.Print(summary(rs, order, unit))
 	return nil
 }
 
@@ -155,6 +203,12 @@ func run() error {
 func runOnce(ctx context.Context, testBin, bench string, c config) (map[string]float64, string, error) {
 	cmd := exec.CommandContext(ctx, testBin, "-test.run", "^$", "-test.bench", bench, "-test.benchtime", "1x")
 	cmd.Dir = testDir()
+	// The benchmark's servers and hollow nodes are its children, in its
+	// process group: when the set is stopped, the group goes, so none is
+	// left to run during a later measurement.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), "KUBEBUS_REQUIRE_PREREQS=1", "KUBEBUS_BIN="+c.bin, "KUBEBUS_BENCH_SERVER_ARGS="+c.args)
 	cmd.Env = append(cmd.Env, c.env...)
 	outb, err := cmd.CombinedOutput()
@@ -184,18 +238,6 @@ func testDir() string {
 	return ""
 }
 
-func appendLine(path, line string) error {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintln(f, line); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // readResults reads an -out file: "round label Benchmark... metrics".
 // order is the labels in the order they first appear: the base first, as
 // it starts round 0.
@@ -205,7 +247,7 @@ func readResults(path string) (rs []result, order []string, err error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	seen := map[string]bool{}
+	seen, recorded := map[string]bool{}, map[string]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -216,6 +258,11 @@ func readResults(path string) (rs []result, order []string, err error) {
 		if !ok {
 			continue
 		}
+		k := fmt.Sprintf("%d %s", rs2.round, label)
+		if recorded[k] {
+			return nil, nil, fmt.Errorf("%s:%d: round %d of %s is there twice (two sets in one file?)", path, n, rs2.round, label)
+		}
+		recorded[k] = true
 		rs = append(rs, rs2)
 		if !seen[label] {
 			seen[label] = true

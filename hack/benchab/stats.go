@@ -27,6 +27,9 @@ func parseBenchLine(line string) (metrics map[string]float64, ok bool) {
 	if _, err := strconv.Atoi(f[1]); err != nil {
 		return nil, false // a name line without results
 	}
+	if len(f)%2 != 0 {
+		return nil, false // a value without a unit
+	}
 	metrics = map[string]float64{}
 	for i := 2; i+1 < len(f); i += 2 {
 		v, err := strconv.ParseFloat(f[i], 64)
@@ -115,28 +118,76 @@ func pairedRatios(rs []result, a, b, unit string) []float64 {
 	return out
 }
 
+// roundOrder is the order the n configurations run in round r: a
+// permutation drawn afresh each round (from the round's number, so a set
+// can be repeated), so no configuration always follows the same other
+// one and nothing left over from one run is borne by one configuration.
+func roundOrder(r, n int) []int {
+	return rand.New(rand.NewSource(int64(r) + 1)).Perm(n)
+}
+
+// hasUnit reports whether any result has unit.
+func hasUnit(rs []result, unit string) bool {
+	for _, r := range rs {
+		if _, ok := r.metrics[unit]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// pairedValues returns a's and b's values of unit in the rounds that have
+// both, in round order.
+func pairedValues(rs []result, a, b, unit string) (va, vb []float64) {
+	byRound := map[int]map[string]float64{}
+	for _, r := range rs {
+		if v, ok := r.metrics[unit]; ok && (r.config == a || r.config == b) {
+			if byRound[r.round] == nil {
+				byRound[r.round] = map[string]float64{}
+			}
+			byRound[r.round][r.config] = v
+		}
+	}
+	rounds := make([]int, 0, len(byRound))
+	for n := range byRound {
+		rounds = append(rounds, n)
+	}
+	slices.Sort(rounds)
+	for _, n := range rounds {
+		x, okA := byRound[n][a]
+		y, okB := byRound[n][b]
+		if okA && okB {
+			va, vb = append(va, x), append(vb, y)
+		}
+	}
+	return va, vb
+}
+
 // bootstrapRatio is the 5th and 95th percentile of median(a)/median(b)
-// over resamples of each set (with replacement), from a fixed seed.
+// over resamples of the rounds (with replacement; a[i] and b[i] are one
+// round's, and stay together), from a fixed seed. Resamples whose b
+// median is 0 are left out.
 func bootstrapRatio(a, b []float64, resamples int) (lo, hi float64) {
-	if len(a) == 0 || len(b) == 0 || resamples < 20 {
+	if len(a) == 0 || len(a) != len(b) || resamples < 20 {
 		return 0, 0
 	}
 	rng := rand.New(rand.NewSource(1))
-	draw := func(xs []float64) []float64 {
-		out := make([]float64, len(xs))
-		for i := range out {
-			out[i] = xs[rng.Intn(len(xs))]
+	ra, rb := make([]float64, len(a)), make([]float64, len(b))
+	ratios := make([]float64, 0, resamples)
+	for range resamples {
+		for i := range ra {
+			j := rng.Intn(len(a))
+			ra[i], rb[i] = a[j], b[j]
 		}
-		return out
+		if mb := median(rb); mb != 0 {
+			ratios = append(ratios, median(ra)/mb)
+		}
 	}
-	ratios := make([]float64, resamples)
-	for i := range ratios {
-		if mb := median(draw(b)); mb != 0 {
-			ratios[i] = median(draw(a)) / mb
-		}
+	if len(ratios) == 0 {
+		return 0, 0
 	}
 	slices.Sort(ratios)
-	return ratios[resamples*5/100], ratios[resamples*95/100]
+	return ratios[len(ratios)*5/100], ratios[len(ratios)*95/100]
 }
 
 // summary is the report of a set: per configuration the median and mean
@@ -171,8 +222,9 @@ func summary(rs []result, configs []string, unit string) string {
 	for _, c := range configs[1:] {
 		a, bb := values(rs, c, unit), values(rs, base, unit)
 		pr := pairedRatios(rs, c, base, unit)
-		lo, hi := bootstrapRatio(a, bb, 2000)
-		fmt.Fprintf(&b, "%s / %s, %s: ratio of medians %.3f (bootstrap 90%%: %.3f to %.3f); per-round ratios: median %.3f, mean %.3f (n=%d)\n",
+		pa, pb := pairedValues(rs, c, base, unit)
+		lo, hi := bootstrapRatio(pa, pb, 2000)
+		fmt.Fprintf(&b, "%s / %s, %s: ratio of medians %.3f (bootstrap over rounds, 90%%: %.3f to %.3f); per-round ratios: median %.3f, mean %.3f (n=%d)\n",
 			c, base, unit, safeDiv(median(a), median(bb)), lo, hi, median(pr), mean(pr), len(pr))
 	}
 	return b.String()

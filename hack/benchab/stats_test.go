@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -110,5 +114,80 @@ func TestParseRecord(t *testing.T) {
 		if _, _, _, err := parseRecord(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// Every round runs every configuration once, in orders that differ
+// between rounds, the same for a round each time.
+func TestRoundOrder(t *testing.T) {
+	orders := map[string]bool{}
+	for r := 0; r < 20; r++ {
+		o := roundOrder(r, 4)
+		seen := map[int]bool{}
+		for _, i := range o {
+			if i < 0 || i >= 4 || seen[i] {
+				t.Fatalf("round %d: %v is not a permutation of 4", r, o)
+			}
+			seen[i] = true
+		}
+		if len(o) != 4 || !slices.Equal(o, roundOrder(r, 4)) {
+			t.Fatalf("round %d: %v, then %v", r, o, roundOrder(r, 4))
+		}
+		orders[fmt.Sprint(o)] = true
+	}
+	if len(orders) < 5 {
+		t.Fatalf("20 rounds used only %d orders", len(orders))
+	}
+}
+
+// A resample whose base median is 0 is left out, not counted as 0.
+func TestBootstrapZeroBase(t *testing.T) {
+	lo, hi := bootstrapRatio([]float64{5, 5, 5}, []float64{0, 10, 10}, 500)
+	if lo != 0.5 || hi != 0.5 {
+		t.Fatalf("interval %v..%v, want 0.5..0.5", lo, hi)
+	}
+	if lo, hi := bootstrapRatio([]float64{1, 2}, []float64{1}, 500); lo != 0 || hi != 0 {
+		t.Fatalf("unpaired sets gave %v..%v", lo, hi)
+	}
+}
+
+func TestWithBaseAndUnit(t *testing.T) {
+	got, err := withBase([]string{"a", "b", "c"}, "c")
+	if err != nil || !slices.Equal(got, []string{"c", "a", "b"}) {
+		t.Fatalf("%v %v", got, err)
+	}
+	if _, err := withBase([]string{"a"}, "z"); err == nil {
+		t.Fatal("an unknown base accepted")
+	}
+	rs := results("on", 1)
+	if !hasUnit(rs, "creates/s") || hasUnit(rs, "creates") {
+		t.Fatal("hasUnit")
+	}
+	if m, ok := parseBenchLine("BenchmarkX-2 1 5 ns/op 7"); ok {
+		t.Fatalf("a value without a unit parsed as %v", m)
+	}
+}
+
+// A file holding a round of a configuration twice (two sets appended)
+// is refused.
+func TestReadResults(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	line := func(r int, c string, v float64) string {
+		return fmt.Sprintf("%d %s BenchmarkX-2 1 5 ns/op %g creates/s\n", r, c, v)
+	}
+	if err := os.WriteFile(good, []byte(line(0, "off", 100)+line(0, "on", 90)+"\n"+line(1, "on", 95)+line(1, "off", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs, order, err := readResults(good)
+	if err != nil || len(rs) != 4 || !slices.Equal(order, []string{"off", "on"}) {
+		t.Fatalf("%v %v %v", rs, order, err)
+	}
+	twice := filepath.Join(dir, "twice")
+	if err := os.WriteFile(twice, []byte(line(0, "off", 100)+line(0, "on", 90)+line(0, "off", 80)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readResults(twice); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("two sets in one file: %v", err)
 	}
 }
