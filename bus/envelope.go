@@ -102,7 +102,7 @@ func EncodeLean(ev *Event) ([]byte, error) {
 // in the envelope's own strings stay as they are, which is still JSON
 // (and API names have none).
 func encodeChecked(ev *Event) ([]byte, error) {
-	buf := make([]byte, 0, len(ev.Object)+len(ev.Previous)+256) // the envelope's fields fit in 256 bytes
+	buf := make([]byte, 0, len(ev.Object)+len(ev.Previous)+256) // the envelope's fields usually fit in 256 bytes
 	data, err := segjson.Append(buf, ev, segjson.SortMapKeys|segjson.TrustRawMessage)
 	if err != nil {
 		return nil, fmt.Errorf("bus: encoding event: %w", err)

@@ -57,8 +57,15 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Encode refuses an event Decode accepted: %v", err)
 		}
-		if back, err := Decode(enc); err != nil || back.Key() != ev.Key() || back.Revision != ev.Revision || back.Type != ev.Type {
+		if !json.Valid(enc) {
+			t.Fatalf("Encode made what encoding/json does not take for JSON:\n%s", enc)
+		}
+		back, err := Decode(enc)
+		if err != nil || back.Key() != ev.Key() || back.Revision != ev.Revision || back.Type != ev.Type {
 			t.Fatalf("Decode of Encode: %+v, %v\n%s", back, err, enc)
+		}
+		if !bytes.Equal(back.Object, ev.Object) || !bytes.Equal(back.Previous, ev.Previous) {
+			t.Fatalf("Encode changed the raw values: %q, %q -> %q, %q", ev.Object, ev.Previous, back.Object, back.Previous)
 		}
 		once, err := json.Marshal(ev)
 		if err != nil {

@@ -39,6 +39,22 @@ func TestEncode(t *testing.T) {
 		}
 	}
 
+	// A raw <, > or & (encoding/json writes them escaped, so a stored
+	// value has none) is carried as it is, by EncodeLean too.
+	raw := []byte(`{"a":"<b>&"}`)
+	for _, enc := range []func(*Event) ([]byte, error){Encode, EncodeLean} {
+		data, err := enc(&Event{Type: Modified, Revision: 4, Resource: "pods", Name: "x", Object: raw, Previous: []byte(`{}`)})
+		if err != nil || !bytes.Contains(data, raw) || !json.Valid(data) {
+			t.Fatalf("%s, %v", data, err)
+		}
+		if back, err := Decode(data); err != nil || !bytes.Equal(back.Object, raw) {
+			t.Fatalf("Decode: %v, %v", back, err)
+		}
+	}
+	if data, _ := EncodeLean(&Event{Type: Modified, Revision: 4, Resource: "pods", Name: "x", Object: raw, Previous: []byte(`{}`)}); bytes.Contains(data, []byte(`"previous"`)) {
+		t.Fatalf("EncodeLean kept the previous state: %s", data)
+	}
+
 	spaced := []byte(" {\n \"metadata\" : {\"name\": \"x\"} } ")
 	data, err := Encode(&Event{Type: Added, Revision: 3, Resource: "pods", Name: "x", Object: spaced})
 	if err != nil {

@@ -329,8 +329,8 @@ func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 		// on every stream and every history reader.
 		ev.Type, ev.Object, ev.PreviousRevision = bus.Modified, ch.Value, ch.PrevRevision
 	}
-	// Encode checks the raw value (it compacts it), so it is not scanned
-	// once more beforehand.
+	// Encode checks that the raw value is JSON, so it is not scanned once
+	// more beforehand.
 	data, err := bus.Encode(&ev)
 	if len(ev.Object) == 0 || err != nil && !json.Valid(ev.Object) {
 		p.m.skipped.Inc()
