@@ -7,7 +7,7 @@
 //
 // Encoding stays with encoding/json: goccy's encoder, twice as fast on a
 // pod, does not write the same bytes. It ignores omitzero, which
-// apimachinery's time fields use (it writes "creationTimestamp":null
+// metadata.creationTimestamp carries (it writes "creationTimestamp":null
 // where encoding/json leaves the field out), and it orders some map keys
 // differently.
 package objjson
