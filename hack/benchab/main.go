@@ -99,7 +99,7 @@ func run() error {
 		bench   = flag.String("bench", "NodeLoadCreates$", "the benchmark (a -test.bench pattern matching one)")
 		rounds  = flag.Int("rounds", 10, "rounds; each runs every configuration once")
 		unit    = flag.String("unit", "creates/s", "the metric the configurations are compared on")
-		out     = flag.String("out", "", "append every result line to this file")
+		out     = flag.String("out", "", "write every result line to this new file")
 		from    = flag.String("from", "", "summarise this -out file instead of running")
 		base    = flag.String("base", "", "with -from: the configuration the others are compared with (default the first)")
 	)
@@ -149,6 +149,9 @@ func run() error {
 			return fmt.Errorf("-out: %w (each set needs a file of its own)", err)
 		}
 		defer outFile.Close()
+		if _, err := fmt.Fprintf(outFile, "%s%s\n", configsHeader, strings.Join(order, " ")); err != nil {
+			return fmt.Errorf("-out: %w", err)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -238,9 +241,13 @@ func testDir() string {
 	return ""
 }
 
-// readResults reads an -out file: "round label Benchmark... metrics".
-// order is the labels in the order they first appear: the base first, as
-// it starts round 0.
+// configsHeader starts an -out file's first line, which names the
+// configurations in their -config order (the base first).
+const configsHeader = "# configurations: "
+
+// readResults reads an -out file: the header, then "round label
+// Benchmark... metrics" lines. order is the header's labels, then any
+// others in the order they first appear.
 func readResults(path string) (rs []result, order []string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -251,6 +258,15 @@ func readResults(path string) (rs []result, order []string, err error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
+		if h, ok := strings.CutPrefix(sc.Text(), configsHeader); ok {
+			for _, label := range strings.Fields(h) {
+				if !seen[label] {
+					seen[label] = true
+					order = append(order, label)
+				}
+			}
+			continue
+		}
 		rs2, label, ok, perr := parseRecord(sc.Text())
 		if perr != nil {
 			return nil, nil, fmt.Errorf("%s:%d: %w", path, n, perr)

@@ -183,6 +183,14 @@ func TestReadResults(t *testing.T) {
 	if err != nil || len(rs) != 4 || !slices.Equal(order, []string{"off", "on"}) {
 		t.Fatalf("%v %v %v", rs, order, err)
 	}
+	// The header names the base, whichever ran first.
+	headed := filepath.Join(dir, "headed")
+	if err := os.WriteFile(headed, []byte(configsHeader+"on off\n"+line(0, "off", 100)+line(0, "on", 90)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, order, err := readResults(headed); err != nil || !slices.Equal(order, []string{"on", "off"}) {
+		t.Fatalf("with a header: %v %v", order, err)
+	}
 	twice := filepath.Join(dir, "twice")
 	if err := os.WriteFile(twice, []byte(line(0, "off", 100)+line(0, "on", 90)+line(0, "off", 80)), 0o644); err != nil {
 		t.Fatal(err)
