@@ -93,26 +93,11 @@ func values(rs []result, config, unit string) []float64 {
 // pairedRatios returns a's value of unit over b's, for every round that
 // has both.
 func pairedRatios(rs []result, a, b, unit string) []float64 {
-	byRound := map[int]map[string]float64{}
-	var rounds []int
-	for _, r := range rs {
-		v, ok := r.metrics[unit]
-		if !ok || (r.config != a && r.config != b) {
-			continue
-		}
-		if byRound[r.round] == nil {
-			byRound[r.round] = map[string]float64{}
-			rounds = append(rounds, r.round)
-		}
-		byRound[r.round][r.config] = v
-	}
-	slices.Sort(rounds)
+	va, vb := pairedValues(rs, a, b, unit)
 	var out []float64
-	for _, n := range rounds {
-		va, okA := byRound[n][a]
-		vb, okB := byRound[n][b]
-		if okA && okB && vb != 0 {
-			out = append(out, va/vb)
+	for i := range va {
+		if vb[i] != 0 {
+			out = append(out, va[i]/vb[i])
 		}
 	}
 	return out
