@@ -126,7 +126,8 @@ func registry() []entry {
 			return c, nil
 		}},
 		{name: "nodeipam", build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
-			c, err := nodeipam.New(nodeipam.Config{Client: d.Client, Nodes: d.Caches.Nodes, ClusterCIDR: d.Tuning.ClusterCIDR, Options: controllers.Options{Logger: d.Logger}})
+			c, err := nodeipam.New(nodeipam.Config{Client: d.Client, Nodes: d.Caches.Nodes, ClusterCIDR: d.Tuning.ClusterCIDR,
+				Recorder: d.Recorder("cidrAllocator"), Options: controllers.Options{Logger: d.Logger}})
 			if err != nil {
 				return nil, err
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
@@ -21,6 +23,10 @@ import (
 
 // Name is the controller's name.
 const Name = "nodeipam"
+
+// EventCIDRNotAvailable is upstream's event reason for a node the cluster
+// CIDR has no subnet left for.
+const EventCIDRNotAvailable = "CIDRNotAvailable"
 
 // Defaults.
 const (
@@ -37,7 +43,10 @@ type Config struct {
 	// NodeMaskSize is each node's prefix length (default 24, or 64 for an
 	// IPv6 cluster CIDR). At most 2^16 subnets.
 	NodeMaskSize int
-	Options      controllers.Options
+	// Recorder, when set, receives a CIDRNotAvailable event for each node
+	// left without a subnet (once, until a subnet may have come free).
+	Recorder record.EventRecorder
+	Options  controllers.Options
 }
 
 func (c *Config) validate() (cidrSet, error) {
@@ -80,7 +89,13 @@ type reconciler struct {
 	// does not show them yet, so that no other node gets them meanwhile and
 	// a retry gives the node the same one.
 	pending map[string]netip.Prefix
-	full    bool // an allocation failed: a deleted node should wake the others
+	// full is set when a pick found no free subnet, and cleared (waking
+	// the nodes that wait) when one may have come free.
+	full bool
+	// told holds the nodes given a CIDRNotAvailable event since full was
+	// last cleared.
+	told     map[string]struct{}
+	recorder record.EventRecorder
 }
 
 // New builds the controller and registers its handlers on the Nodes
@@ -91,19 +106,18 @@ func New(cfg Config) (*controllers.Controller, error) {
 		return nil, err
 	}
 	r := newReconciler(cfg.Client, cfg.Nodes, set, cfg.Options.Logger)
+	r.recorder = cfg.Recorder
 	r.ctrl = controllers.New(Name, r, cfg.Options)
 	cfg.Nodes.AddHandler(informer.HandlerFuncs[*corev1.Node]{
-		AddFunc: func(n *corev1.Node) { r.enqueueIfNeeded(n) },
-		UpdateFunc: func(_, n *corev1.Node) {
-			r.enqueueIfNeeded(n)
-		},
+		AddFunc:    func(n *corev1.Node) { r.enqueueIfNeeded(n) },
+		UpdateFunc: r.onUpdate,
 		DeleteFunc: r.onDelete,
 	})
 	return r.ctrl, nil
 }
 
 func newReconciler(client kubernetes.Interface, nodes nodeLister, set cidrSet, log *slog.Logger) *reconciler {
-	return &reconciler{client: client, nodes: nodes, set: set, log: log.With("controller", Name), pending: map[string]netip.Prefix{}}
+	return &reconciler{client: client, nodes: nodes, set: set, log: log.With("controller", Name), pending: map[string]netip.Prefix{}, told: map[string]struct{}{}}
 }
 
 func hasCIDR(n *corev1.Node) bool { return n.Spec.PodCIDR != "" || len(n.Spec.PodCIDRs) > 0 }
@@ -117,17 +131,36 @@ func (r *reconciler) enqueueIfNeeded(n *corev1.Node) {
 	}
 }
 
+// onUpdate queues a node that still needs a subnet. The API server never
+// lets a node's subnet change, but the cache can: when it relists, a node
+// deleted and created again under the same name arrives as one update,
+// and the subnet the old node held is free.
+func (r *reconciler) onUpdate(old, n *corev1.Node) {
+	if hasCIDR(old) && !slices.Equal(nodeCIDRs(old), nodeCIDRs(n)) {
+		r.subnetMayBeFree()
+	}
+	r.enqueueIfNeeded(n)
+}
+
 func (r *reconciler) onDelete(n *corev1.Node) {
 	r.ctrl.Enqueue(controllers.Request{Name: n.Name})
+	r.subnetMayBeFree()
+}
+
+// subnetMayBeFree is told that a subnet may have come free. If the last
+// pick found none, it clears that and queues every node still waiting.
+func (r *reconciler) subnetMayBeFree() {
 	r.mu.Lock()
 	wake := r.full
 	r.full = false
+	clear(r.told)
 	r.mu.Unlock()
-	if wake {
-		for _, other := range r.nodes.List() {
-			if !hasCIDR(other) {
-				r.ctrl.Enqueue(controllers.Request{Name: other.Name})
-			}
+	if !wake {
+		return
+	}
+	for _, other := range r.nodes.List() {
+		if !hasCIDR(other) {
+			r.ctrl.Enqueue(controllers.Request{Name: other.Name})
 		}
 	}
 }
@@ -135,13 +168,20 @@ func (r *reconciler) onDelete(n *corev1.Node) {
 // Reconcile gives the node a subnet if it has none.
 func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (controllers.Result, error) {
 	node, ok := r.nodes.Get("", req.Name)
-	if !ok || hasCIDR(node) {
-		r.release(req.Name)
+	if !ok {
+		r.release(req.Name, nil)
+		return controllers.Result{}, nil
+	}
+	if hasCIDR(node) {
+		r.release(req.Name, node)
 		return controllers.Result{}, nil
 	}
 	cidr, err := r.reserve(req.Name)
 	if errors.Is(err, ErrFull) {
-		r.log.Warn("no subnet left for a node", "node", req.Name, "clusterCIDR", r.set.cluster.String())
+		// Not retried: whatever may free a subnet (a node deleted, a
+		// reservation dropped) queues the waiting nodes again
+		// (subnetMayBeFree).
+		r.tell(node)
 		return controllers.Result{}, nil
 	}
 	if err != nil {
@@ -159,7 +199,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (co
 	_, err = r.client.CoreV1().Nodes().Patch(ctx, req.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		r.release(req.Name)
+		r.release(req.Name, nil)
 		return controllers.Result{}, nil
 	case err != nil:
 		// Keep the reservation: the retry offers the node the same subnet.
@@ -169,15 +209,22 @@ func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (co
 	return controllers.Result{}, nil
 }
 
-// reserve returns the node's pending subnet, or picks a free one.
+// reserve returns the node's pending subnet, or picks a free one. Once
+// a pick has found none it answers ErrFull without looking again until
+// subnetMayBeFree is called: every update of every node left without a subnet comes
+// here (their status, every few seconds), and each look walks all nodes.
 func (r *reconciler) reserve(name string) (netip.Prefix, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p, ok := r.pending[name]; ok {
 		return p, nil
 	}
+	if r.full {
+		return netip.Prefix{}, ErrFull
+	}
 	var used []netip.Prefix
-	for _, n := range r.nodes.List() {
+	nodes := r.nodes.List()
+	for _, n := range nodes {
 		used = append(used, nodeCIDRs(n)...)
 	}
 	for _, p := range r.pending {
@@ -186,16 +233,39 @@ func (r *reconciler) reserve(name string) (netip.Prefix, error) {
 	p, err := r.set.allocate(used)
 	if err != nil {
 		r.full = true
+		r.log.Warn("no subnet left in the cluster CIDR: nodes without one wait until a node gives its subnet up",
+			"node", name, "clusterCIDR", r.set.cluster.String(), "nodes", len(nodes))
 		return p, err
 	}
 	r.pending[name] = p
 	return p, nil
 }
 
-func (r *reconciler) release(name string) {
+// tell records upstream's CIDRNotAvailable event on a node left without a
+// subnet, once per node until a subnet may have come free.
+func (r *reconciler) tell(n *corev1.Node) {
+	if r.recorder == nil {
+		return
+	}
 	r.mu.Lock()
+	_, done := r.told[n.Name]
+	r.told[n.Name] = struct{}{}
+	r.mu.Unlock()
+	if !done {
+		r.recorder.Eventf(n, corev1.EventTypeNormal, EventCIDRNotAvailable, "Node %s status is now: %s", n.Name, EventCIDRNotAvailable)
+	}
+}
+
+// release forgets the node's reservation. When node (nil: gone) does not
+// hold the reserved subnet, that subnet is free again.
+func (r *reconciler) release(name string, node *corev1.Node) {
+	r.mu.Lock()
+	p, had := r.pending[name]
 	delete(r.pending, name)
 	r.mu.Unlock()
+	if had && (node == nil || !slices.Contains(nodeCIDRs(node), p)) {
+		r.subnetMayBeFree()
+	}
 }
 
 // nodeCIDRs returns the subnets a node holds.
