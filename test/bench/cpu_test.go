@@ -93,13 +93,24 @@ func dumpMetrics(b *testing.B, client *http.Client, url, suffix string) {
 }
 
 // profileServer, when $KUBEBUS_BENCH_PROFILE names a directory, fetches
-// a CPU profile of the server for the next d into <dir>/<benchmark>.pprof
-// and returns a function that waits for it; otherwise it does nothing.
+// a CPU profile of the server for the next d (or
+// $KUBEBUS_BENCH_PROFILE_SECONDS, to take in what follows the measured
+// window too: with a window long enough for the server to go idle, two
+// servers' profiles compare per object rather than per second) into
+// <dir>/<benchmark>.pprof and returns a function that waits for it;
+// otherwise it does nothing.
 func profileServer(b *testing.B, client *http.Client, url string, d time.Duration) (wait func()) {
 	b.Helper()
 	dir := os.Getenv("KUBEBUS_BENCH_PROFILE")
 	if dir == "" {
 		return func() {}
+	}
+	if v := os.Getenv("KUBEBUS_BENCH_PROFILE_SECONDS"); v != "" {
+		secs, err := strconv.Atoi(v)
+		if err != nil || secs < 1 {
+			b.Fatalf("KUBEBUS_BENCH_PROFILE_SECONDS=%q: want a whole number of seconds", v)
+		}
+		d = time.Duration(secs) * time.Second
 	}
 	path := filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".pprof")
 	done := make(chan error, 1)
