@@ -1,0 +1,97 @@
+package informer
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubebus/kubebus/bus"
+)
+
+// BenchmarkNodeConsumers measures what pod events on KUBE_NODEPODS cost
+// when every node has its own informer, as every kubelet does: its own
+// consumer, filtered to its node. The events go round-robin over the
+// nodes; each informer applies its own. Reported: the CPU of this process
+// (the NATS server, the publishing client and the informers) per event.
+//
+// A filtered consumer on a file-store stream finds its next message by
+// walking the stream from where it stopped, and nats-server copies every
+// message it walks past, so the cost of an event grows with the number of
+// nodes and with the event's size (the pad, an annotation, stands for a
+// larger pod).
+func BenchmarkNodeConsumers(b *testing.B) {
+	for _, nodes := range []int{5, 50, 500} {
+		for _, pad := range []int{0, 1024} {
+			b.Run(fmt.Sprintf("nodes=%d/pad=%d", nodes, pad), func(b *testing.B) {
+				benchNodeConsumers(b, nodes, pad)
+			})
+		}
+	}
+}
+
+func benchNodeConsumers(b *testing.B, nodes, pad int) {
+	const batch = 2000 // events per iteration
+	ctx := testContext(b)
+	n := startNATS(b)
+	js := n.connect(ctx)
+	var applied atomic.Int64
+	for i := range nodes {
+		inf := newPodInformer(b, js, Config[*corev1.Pod]{Component: "kubelet", Node: nodeName(i), CheckInterval: DefaultCheckInterval})
+		inf.AddHandler(HandlerFuncs[*corev1.Pod]{
+			AddFunc:    func(*corev1.Pod) { applied.Add(1) },
+			UpdateFunc: func(_, _ *corev1.Pod) { applied.Add(1) },
+		})
+		runInformer(b, ctx, inf)
+		if err := inf.WaitForSync(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	chains := make([]int64, nodes) // the last revision on each node's filter
+	var rev, sent int64
+	var size int
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	for b.Loop() {
+		for i := range batch {
+			rev++
+			node := int(rev) % nodes
+			p := benchPod(int(rev))
+			p.Spec.NodeName = nodeName(node)
+			p.Annotations["pad"] = strings.Repeat("x", pad)
+			ev := bus.Event{Type: bus.Added, Revision: rev, Resource: "pods", Namespace: p.Namespace, Name: p.Name, Object: mustJSON(b, p)}
+			data := mustJSON(b, &ev)
+			size = len(data)
+			m := eventMsg(bus.NodeSubject(p.Spec.NodeName, p.Namespace, p.Name), &ev, data, chains[node])
+			chains[node] = rev
+			if _, err := js.PublishMsgAsync(m, jetstream.WithMsgID(fmt.Sprint("r", rev))); err != nil {
+				b.Fatal(err)
+			}
+			if i%500 == 499 {
+				<-js.PublishAsyncComplete()
+			}
+		}
+		<-js.PublishAsyncComplete()
+		sent += batch
+		eventually(b, time.Minute, "every informer applying its events", func() bool { return applied.Load() >= sent })
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Microsecond)/float64(sent), "cpu-µs/event")
+	b.ReportMetric(float64(size), "event-bytes")
+}
+
+func nodeName(i int) string { return fmt.Sprint("node-", i) }
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
