@@ -69,6 +69,25 @@ func (m *cpuMeter) report(b *testing.B) {
 	}
 }
 
+// profileLength returns $KUBEBUS_BENCH_PROFILE_SECONDS as a duration when
+// it is set, else d. The variable matters only with $KUBEBUS_BENCH_PROFILE:
+// a profile long enough for the server to finish the work a workload
+// started and go idle compares two servers per object rather than per
+// second. A benchmark calls it before its long set-up, so that a bad value
+// fails at once.
+func profileLength(b *testing.B, d time.Duration) time.Duration {
+	b.Helper()
+	v := os.Getenv("KUBEBUS_BENCH_PROFILE_SECONDS")
+	if v == "" {
+		return d
+	}
+	secs, err := strconv.Atoi(v)
+	if err != nil || secs < 1 {
+		b.Fatalf("KUBEBUS_BENCH_PROFILE_SECONDS=%q: want a whole number of seconds", v)
+	}
+	return time.Duration(secs) * time.Second
+}
+
 // dumpMetrics, when $KUBEBUS_BENCH_PROFILE names a directory, writes the
 // server's /metrics to <dir>/<benchmark>.<suffix>.metrics.
 func dumpMetrics(b *testing.B, client *http.Client, url, suffix string) {
@@ -93,25 +112,16 @@ func dumpMetrics(b *testing.B, client *http.Client, url, suffix string) {
 }
 
 // profileServer, when $KUBEBUS_BENCH_PROFILE names a directory, fetches
-// a CPU profile of the server for the next d (or
-// $KUBEBUS_BENCH_PROFILE_SECONDS, to take in what follows the measured
-// window too: with a window long enough for the server to go idle, two
-// servers' profiles compare per object rather than per second) into
-// <dir>/<benchmark>.pprof and returns a function that waits for it;
-// otherwise it does nothing.
+// a CPU profile of the server for the next d (or profileLength's
+// override) into <dir>/<benchmark>.pprof and returns a function that
+// waits for it; otherwise it does nothing.
 func profileServer(b *testing.B, client *http.Client, url string, d time.Duration) (wait func()) {
 	b.Helper()
 	dir := os.Getenv("KUBEBUS_BENCH_PROFILE")
 	if dir == "" {
 		return func() {}
 	}
-	if v := os.Getenv("KUBEBUS_BENCH_PROFILE_SECONDS"); v != "" {
-		secs, err := strconv.Atoi(v)
-		if err != nil || secs < 1 {
-			b.Fatalf("KUBEBUS_BENCH_PROFILE_SECONDS=%q: want a whole number of seconds", v)
-		}
-		d = time.Duration(secs) * time.Second
-	}
+	d = profileLength(b, d)
 	path := filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".pprof")
 	done := make(chan error, 1)
 	go func() {

@@ -61,6 +61,7 @@ func (l *nodeLoad) measure(b *testing.B, d time.Duration) (stop func()) {
 // cache holds the last node (a probe pod is bound to it).
 func startNodeLoad(b *testing.B) *nodeLoad {
 	b.Helper()
+	profileLength(b, 0) // a bad value fails before the set-up
 	s := harness.StartServer(b, "", strings.Fields(os.Getenv("KUBEBUS_BENCH_SERVER_ARGS"))...)
 	nodes := harness.StartHollowNodes(b, s, loadNodes)
 	cfg := s.RESTConfig(b)
