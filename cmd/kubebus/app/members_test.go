@@ -22,14 +22,22 @@ import (
 	"github.com/kubebus/kubebus/bus/busauth"
 )
 
-func freePort(t *testing.T) int {
+// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a
+// moment ago. It holds every listener until all n are chosen: closing each
+// at once let the kernel hand the same port out twice, and two members
+// were given one peer port.
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 func copyFiles(t *testing.T, from, to string, names ...string) {
@@ -90,8 +98,9 @@ func TestIntegrationEtcdMembers(t *testing.T) {
 	names := []string{"e0", "e1", "e2"}
 	client, peer := map[string]int{}, map[string]int{}
 	var initial []string
-	for _, n := range names {
-		client[n], peer[n] = freePort(t), freePort(t)
+	ports := freePorts(t, 2*len(names))
+	for i, n := range names {
+		client[n], peer[n] = ports[2*i], ports[2*i+1]
 		initial = append(initial, fmt.Sprintf("%s=https://127.0.0.1:%d", n, peer[n]))
 	}
 	var members [][]string
@@ -177,8 +186,9 @@ func TestIntegrationNATSMembers(t *testing.T) {
 	}
 	names := []string{"n0", "n1", "n2"}
 	port, route := map[string]int{}, map[string]int{}
-	for _, n := range names {
-		port[n], route[n] = freePort(t), freePort(t)
+	ports := freePorts(t, 2*len(names))
+	for i, n := range names {
+		port[n], route[n] = ports[2*i], ports[2*i+1]
 	}
 	var members [][]string
 	for _, n := range names {
