@@ -26,12 +26,18 @@ func TestClusterRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ports := map[string]int{}
+	// Every listener stays open until all three ports are chosen, so the
+	// kernel cannot hand one port out twice.
+	var held []net.Listener
 	for _, name := range []string{"a", "b", "c"} {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
+		held = append(held, l)
 		ports[name] = l.Addr().(*net.TCPAddr).Port
+	}
+	for _, l := range held {
 		l.Close()
 	}
 	route := func(name string) string { return fmt.Sprintf("nats-route://127.0.0.1:%d", ports[name]) }
