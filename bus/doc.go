@@ -27,7 +27,10 @@
 //     (default 24h, 1 GiB). Message IDs are "r<revision>", so a retried
 //     publish is deduplicated, and the publisher fences with the expected
 //     last stream sequence, so two publishers cannot interleave.
-//   - KUBE_NODEPODS (knode.>): the per-node copy of pod events, same limits.
+//   - KUBE_NODEPODS (knode.>): the per-node copy of pod events, kept in
+//     memory (see DefaultNodeMaxBytes for why), same age limit, its own
+//     byte limit. When it is lost on its own, the publisher announces a
+//     GAP on knode._gap only.
 //   - KUBE_STATE (kstate.>, kstatenode.>): the latest event per object (one
 //     message per subject); a DELETED event stays as a tombstone that expires
 //     after an hour. A new consumer rebuilds the current state of a resource
@@ -52,7 +55,7 @@
 // consumer filtered to one resource can still tell "caught up" from "missed
 // something": every event's Kube-Chain-Prev must equal the revision of the
 // last event it saw on that chain. Control events on kbus.gap (and
-// knode._gap for node consumers) say the publisher could not republish a
+// knode._gap, which node consumers read) say the publisher could not republish a
 // range of revisions (etcd compacted them while NATS was unreachable, or the
 // streams were lost and recreated); the publisher reseeds KUBE_STATE first, then publishes the GAP, and consumers
 // heal by reloading from the state stream. After a GAP every chain

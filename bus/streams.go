@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,9 +16,14 @@ import (
 // not fit, instead of the disk filling up later.
 type StreamLimits struct {
 	MaxAge time.Duration // default 24h
-	// MaxBytes bounds KUBE_HISTORY and KUBE_NODEPODS each (default 1 GiB);
-	// their oldest messages make room for new ones.
+	// MaxBytes bounds KUBE_HISTORY (default 1 GiB); its oldest messages
+	// make room for new ones.
 	MaxBytes int64
+	// NodeMaxBytes bounds KUBE_NODEPODS (default DefaultNodeMaxBytes),
+	// which is kept in memory: it counts against the NATS server's
+	// JetStream memory limit, and its oldest messages make room for new
+	// ones (a kubelet that had not read them rebuilds from KUBE_STATE).
+	NodeMaxBytes int64
 	// StateMaxBytes bounds KUBE_STATE (default MaxBytes). The state stream
 	// holds the latest event of every object and must not drop any: when
 	// it is full, new messages are refused (DiscardNew) and the publisher
@@ -37,12 +43,30 @@ type StreamLimits struct {
 // window only holds more IDs in memory.
 const DefaultDuplicates = 2 * time.Minute
 
+// DefaultNodeMaxBytes is KUBE_NODEPODS's default size: about 40,000 pod
+// events of 1.6 kB.
+//
+// KUBE_NODEPODS is in memory because of how a kubelet reads it: each
+// kubelet's consumer is filtered to its own node, and nats-server's file
+// store finds such a consumer's next message by walking past, and
+// copying, every other node's event since its last one, so a pod event
+// cost grew with the number of nodes (bus/informer's
+// BenchmarkNodeConsumers: about twice as much at 500 nodes as at 5). The
+// memory store walks the same messages without copying them. Nothing is
+// lost for good when NATS loses the stream: KUBE_STATE (on disk) holds
+// every node's pods, and the publisher announces a GAP on the new stream
+// (knode._gap) that sends each kubelet back to it.
+const DefaultNodeMaxBytes = 64 << 20
+
 func (l *StreamLimits) defaults() {
 	if l.MaxAge == 0 {
 		l.MaxAge = 24 * time.Hour
 	}
 	if l.MaxBytes == 0 {
 		l.MaxBytes = 1 << 30
+	}
+	if l.NodeMaxBytes == 0 {
+		l.NodeMaxBytes = DefaultNodeMaxBytes
 	}
 	if l.StateMaxBytes == 0 {
 		l.StateMaxBytes = l.MaxBytes
@@ -64,8 +88,8 @@ func streamConfigs(l StreamLimits) []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{
 		{Name: HistoryStream, Subjects: []string{historyPrefix + ".>", "kbus.>"}, MaxAge: l.MaxAge, MaxBytes: l.MaxBytes,
 			Storage: jetstream.FileStorage, Replicas: l.Replicas, Duplicates: l.Duplicates, AllowDirect: true, Discard: jetstream.DiscardOld},
-		{Name: NodePodsStream, Subjects: []string{nodePrefix + ".>"}, MaxAge: l.MaxAge, MaxBytes: l.MaxBytes,
-			Storage: jetstream.FileStorage, Replicas: l.Replicas, Duplicates: l.Duplicates, AllowDirect: true, Discard: jetstream.DiscardOld},
+		{Name: NodePodsStream, Subjects: []string{nodePrefix + ".>"}, MaxAge: l.MaxAge, MaxBytes: l.NodeMaxBytes,
+			Storage: jetstream.MemoryStorage, Replicas: l.Replicas, Duplicates: l.Duplicates, AllowDirect: true, Discard: jetstream.DiscardOld},
 		{Name: StateStream, Subjects: []string{statePrefix + ".>", stateNodePrefix + ".>"}, MaxMsgsPerSubject: 1, MaxBytes: l.StateMaxBytes,
 			Storage: jetstream.FileStorage, Replicas: l.Replicas, Duplicates: l.Duplicates, AllowMsgTTL: true, AllowDirect: true, Discard: jetstream.DiscardNew},
 	}
@@ -74,12 +98,36 @@ func streamConfigs(l StreamLimits) []jetstream.StreamConfig {
 // StreamNames are the names of the three streams.
 var StreamNames = []string{HistoryStream, NodePodsStream, StateStream}
 
-// EnsureStreams creates or updates the three streams.
+// EnsureStreams creates or updates the three streams. A stream whose
+// storage type differs from its configuration's (KUBE_NODEPODS on disk,
+// as kubebus kept it before) cannot be updated in place: it is deleted and
+// created again, which the publisher handles as a lost stream.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, l StreamLimits) error {
 	for _, c := range streamConfigs(l) {
+		if err := ensureStorage(ctx, js, c); err != nil {
+			return err
+		}
 		if _, err := js.CreateOrUpdateStream(ctx, c); err != nil {
 			return fmt.Errorf("ensuring stream %s: %w", c.Name, err)
 		}
+	}
+	return nil
+}
+
+// ensureStorage deletes the stream c names when it exists with another
+// storage type.
+func ensureStorage(ctx context.Context, js jetstream.JetStream, c jetstream.StreamConfig) error {
+	st, err := js.Stream(ctx, c.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading stream %s: %w", c.Name, err)
+	case st.CachedInfo().Config.Storage == c.Storage:
+		return nil
+	}
+	if err := js.DeleteStream(ctx, c.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("deleting stream %s to change its storage to %s: %w", c.Name, c.Storage, err)
 	}
 	return nil
 }

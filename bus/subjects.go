@@ -94,6 +94,9 @@ func StateFilter(group, resource, namespace string) string {
 // NodeFilter returns the KUBE_NODEPODS filter of one node's pods.
 func NodeFilter(node string) string { return nodePrefix + "." + Escape(node) + ".>" }
 
+// IsNodeFilter reports whether f is a KUBE_NODEPODS subject or filter.
+func IsNodeFilter(f string) bool { return strings.HasPrefix(f, nodePrefix+".") }
+
 // StateNodeFilter returns the KUBE_STATE filter of one node's pods.
 func StateNodeFilter(node string) string { return stateNodePrefix + "." + Escape(node) + ".>" }
 

@@ -22,7 +22,8 @@
 //     whose subject carries the filter (so the server checks that the
 //     filter is knode.NAME.> or kstatenode.NAME.>), pull from, inspect,
 //     delete and ack only those, direct-get the last message of its own
-//     node subjects and the last gap event, and read stream info.
+//     node subjects and the last gap event on KUBE_NODEPODS, and read the
+//     info of KUBE_NODEPODS and KUBE_STATE.
 //
 // Everyone subscribes only under its own inbox prefix (bus.InboxPrefix),
 // so replies and pulled messages of one identity are not readable by
@@ -176,7 +177,6 @@ func readerSubjects() []string {
 func nodeSubjects(node string) []string {
 	c := NodeConsumer(node)
 	s := []string{
-		api + "STREAM.INFO." + bus.HistoryStream,
 		api + "STREAM.INFO." + bus.NodePodsStream,
 		api + "STREAM.INFO." + bus.StateStream,
 		// The server rejects a create whose config's filter differs
@@ -184,9 +184,10 @@ func nodeSubjects(node string) []string {
 		api + "CONSUMER.CREATE." + bus.NodePodsStream + "." + c + "." + bus.NodeFilter(node),
 		api + "CONSUMER.CREATE." + bus.StateStream + "." + c + "." + bus.StateNodeFilter(node),
 		// Last message of its own chain (eviction checks, the start) and
-		// the last gap announced; the subject carries what is read.
+		// the last gap announced to the kubelets; the subject carries what
+		// is read.
 		api + "DIRECT.GET." + bus.NodePodsStream + "." + bus.NodeFilter(node),
-		api + "DIRECT.GET." + bus.HistoryStream + "." + bus.GapSubject,
+		api + "DIRECT.GET." + bus.NodePodsStream + "." + bus.NodeGapSubject,
 		"$JS.ACK." + bus.NodePodsStream + "." + c + ".>",
 	}
 	for _, st := range []string{bus.NodePodsStream, bus.StateStream} {

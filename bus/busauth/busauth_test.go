@@ -147,9 +147,11 @@ func TestPublish(t *testing.T) {
 		{"node state delete", nodeA, "$JS.API.CONSUMER.DELETE.KUBE_STATE." + nodeCons, true},
 		{"node ack", nodeA, "$JS.ACK.KUBE_NODEPODS." + nodeCons + ".1.2.3.4.5.6", true},
 		{"node last own", nodeA, "$JS.API.DIRECT.GET.KUBE_NODEPODS.knode.a.>", true},
-		{"node last gap", nodeA, "$JS.API.DIRECT.GET.KUBE_HISTORY.kbus.gap", true},
+		{"node last gap", nodeA, "$JS.API.DIRECT.GET.KUBE_NODEPODS.knode._gap", true},
 		{"node stream info", nodeA, "$JS.API.STREAM.INFO.KUBE_NODEPODS", true},
-		{"node history info", nodeA, "$JS.API.STREAM.INFO.KUBE_HISTORY", true},
+		// Gaps reach a node on KUBE_NODEPODS: it reads nothing of the history.
+		{"node history gap", nodeA, "$JS.API.DIRECT.GET.KUBE_HISTORY.kbus.gap", false},
+		{"node history info", nodeA, "$JS.API.STREAM.INFO.KUBE_HISTORY", false},
 		{"node state stream info", nodeA, "$JS.API.STREAM.INFO.KUBE_STATE", true},
 		{"node dotted name", nodeDots, "$JS.API.CONSUMER.CREATE.KUBE_NODEPODS.kubelet-core-pods-n1%2Eexample%2Ecom.knode.n1%2Eexample%2Ecom.>", true},
 		// Not another node's, not unfiltered, not the whole stream.

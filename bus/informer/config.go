@@ -224,6 +224,16 @@ func (c *Config[T]) liveFilter() string {
 	return bus.ResourceFilter(c.Group, c.Resource, "")
 }
 
+// gapSubject is where the live stream carries the publisher's GAP events:
+// KUBE_NODEPODS has its own, so that a GAP on that stream alone (it is
+// kept in memory and can be lost on its own) reaches the kubelets.
+func (c *Config[T]) gapSubject() string {
+	if c.Node != "" {
+		return bus.NodeGapSubject
+	}
+	return bus.GapSubject
+}
+
 // liveFilters are the live consumer's filter subjects.
 func (c *Config[T]) liveFilters() []string {
 	if c.Node != "" {

@@ -45,7 +45,6 @@ type Informer[T runtime.Object] struct {
 	// Run's state, touched by its goroutine only.
 	live       jetstream.Stream // KUBE_HISTORY or KUBE_NODEPODS
 	liveBorn   time.Time        // live's creation time: a new stream restarts the sequences
-	hist       jetstream.Stream // KUBE_HISTORY, for announced gaps
 	cons       jetstream.Consumer
 	created    time.Time // cons's creation time: tells our durable from another's
 	recreate   bool      // the next open must recreate the durable at applied+1

@@ -276,8 +276,8 @@ func (i *Informer[T]) heal(ctx context.Context, reason string, seeded int64, att
 
 // check asks whether the durable is still this informer's, whether unread
 // messages were evicted by the stream's limits, and whether the publisher
-// announced a gap this informer has not healed from (a node's pods are not
-// on KUBE_HISTORY, so a node informer learns of gaps only here).
+// announced a gap this informer has not healed from (a node informer's
+// consumer does not carry gaps, so it learns of them only here).
 func (i *Informer[T]) check(ctx context.Context) error {
 	actx, cancel := apiCtx(ctx)
 	defer cancel()
@@ -314,7 +314,7 @@ func (i *Informer[T]) check(ctx context.Context) error {
 		}
 		i.baseline = max(i.baseline, first-1)
 	}
-	gapRev, err := lastGap(actx, i.hist)
+	gapRev, err := lastGap(actx, i.live, i.cfg.gapSubject())
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,8 @@ func (i *Informer[T]) reset(info *jetstream.StreamInfo) {
 	i.log.Warn("the live stream was lost or created again; following the new one from its start",
 		"stream", i.cfg.liveStream(), "created", info.Created, "lastSeq", info.State.LastSeq, "applied", i.applied)
 	i.liveBorn = info.Created
-	i.applied, i.baseline, i.dseq, i.recreate, i.cons = 0, 0, 0, true, nil
+	// Any gap on the new stream is news, whatever the old one carried.
+	i.applied, i.baseline, i.dseq, i.recreate, i.cons, i.gapRev = 0, 0, 0, true, nil, 0
 	i.chain.restart()
 	i.checkNow = true
 }

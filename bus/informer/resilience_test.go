@@ -14,6 +14,37 @@ import (
 	"github.com/kubebus/kubebus/bus"
 )
 
+// twoInformers is a publisher over n pods spread over node-1 and node-2,
+// an informer on KUBE_HISTORY and one on node-1's KUBE_NODEPODS, both
+// holding every pod they follow.
+type twoInformers struct {
+	js           jetstream.JetStream
+	etcd         *fakeEtcd
+	stopPub      func()
+	inf, node    *Informer[*corev1.Pod]
+	rec, nodeRec *recorder
+	onNode1      func() map[string]string
+}
+
+func startTwoInformers(t *testing.T, ctx context.Context, n int) *twoInformers {
+	t.Helper()
+	b := &twoInformers{js: startNATS(t).connect(ctx), etcd: newFakeEtcd(), rec: newRecorder(), nodeRec: newRecorder()}
+	for i := range n {
+		b.etcd.put(podKey("a", fmt.Sprintf("p%02d", i)), mustJSON(t, pod("a", fmt.Sprintf("p%02d", i), []string{"node-1", "node-2"}[i%2], nil)))
+	}
+	b.stopPub = runPublisher(t, ctx, b.js, b.etcd)
+	b.inf = newPodInformer(t, b.js, Config[*corev1.Pod]{Component: "history"})
+	b.node = newPodInformer(t, b.js, Config[*corev1.Pod]{Component: "kubelet", Node: "node-1"})
+	b.inf.AddHandler(b.rec)
+	b.node.AddHandler(b.nodeRec)
+	runInformer(t, ctx, b.inf)
+	runInformer(t, ctx, b.node)
+	b.onNode1 = func() map[string]string { return b.etcd.podsOn("node-1") }
+	converges(t, b.inf, b.rec, b.etcd.pods)
+	converges(t, b.node, b.nodeRec, b.onNode1)
+	return b
+}
+
 // TestIntegrationStreamsLostUnderRunningInformers: every stream is deleted
 // while the publisher and informers run (one on KUBE_HISTORY, one on a
 // node's KUBE_NODEPODS), and etcd changes meanwhile. The publisher
@@ -22,23 +53,8 @@ import (
 func TestIntegrationStreamsLostUnderRunningInformers(t *testing.T) {
 	skipShort(t)
 	ctx := testContext(t)
-	n := startNATS(t)
-	js := n.connect(ctx)
-	etcd := newFakeEtcd()
-	for i := range 20 {
-		etcd.put(podKey("a", fmt.Sprintf("p%02d", i)), mustJSON(t, pod("a", fmt.Sprintf("p%02d", i), []string{"node-1", "node-2"}[i%2], nil)))
-	}
-	runPublisher(t, ctx, js, etcd)
-	inf := newPodInformer(t, js, Config[*corev1.Pod]{Component: "lost"})
-	node := newPodInformer(t, js, Config[*corev1.Pod]{Component: "kubelet", Node: "node-1"})
-	rec, nodeRec := newRecorder(), newRecorder()
-	inf.AddHandler(rec)
-	node.AddHandler(nodeRec)
-	runInformer(t, ctx, inf)
-	runInformer(t, ctx, node)
-	onNode1 := func() map[string]string { return etcd.podsOn("node-1") }
-	converges(t, inf, rec, etcd.pods)
-	converges(t, node, nodeRec, onNode1)
+	b := startTwoInformers(t, ctx, 20)
+	js, etcd, inf, node, rec, nodeRec, onNode1 := b.js, b.etcd, b.inf, b.node, b.rec, b.nodeRec, b.onNode1
 
 	deleteStreams(t, ctx, js)
 	etcd.del(podKey("a", "p00"))
@@ -53,6 +69,51 @@ func TestIntegrationStreamsLostUnderRunningInformers(t *testing.T) {
 	// New changes flow.
 	etcd.put(podKey("a", "new"), mustJSON(t, pod("a", "new", "node-1", nil)))
 	etcd.del(podKey("a", "p04"))
+	converges(t, inf, rec, etcd.pods)
+	converges(t, node, nodeRec, onNode1)
+}
+
+// TestIntegrationNodePodsLostAlone: KUBE_NODEPODS, which is kept in
+// memory, is lost on its own, once under a running publisher and once
+// while none runs (the all-in-one restarting with its NATS), and a node's
+// pods change meanwhile. The node informer rebuilds from the state stream
+// at the publisher's GAP and follows the new stream; the informer on
+// KUBE_HISTORY, which lost nothing, does not rebuild.
+func TestIntegrationNodePodsLostAlone(t *testing.T) {
+	skipShort(t)
+	ctx := testContext(t)
+	b := startTwoInformers(t, ctx, 10)
+	js, etcd, inf, node, rec, nodeRec, onNode1 := b.js, b.etcd, b.inf, b.node, b.rec, b.nodeRec, b.onNode1
+
+	if err := js.DeleteStream(ctx, bus.NodePodsStream); err != nil {
+		t.Fatal(err)
+	}
+	etcd.del(podKey("a", "p00"))
+	etcd.put(podKey("a", "p02"), mustJSON(t, pod("a", "p02", "node-1", map[string]string{"changed": "once"})))
+	converges(t, inf, rec, etcd.pods)
+	converges(t, node, nodeRec, onNode1)
+	resyncs := node.Stats().Resyncs
+
+	b.stopPub()
+	if err := js.DeleteStream(ctx, bus.NodePodsStream); err != nil {
+		t.Fatal(err)
+	}
+	etcd.del(podKey("a", "p04"))
+	etcd.put(podKey("a", "p06"), mustJSON(t, pod("a", "p06", "node-1", map[string]string{"changed": "twice"})))
+	etcd.put(podKey("a", "moved"), mustJSON(t, pod("a", "moved", "node-1", nil)))
+	runPublisher(t, ctx, js, etcd)
+	converges(t, inf, rec, etcd.pods)
+	converges(t, node, nodeRec, onNode1)
+	if got := node.Stats().Resyncs; resyncs == 0 || got <= resyncs {
+		t.Errorf("the node informer rebuilt from the state stream %d times after the first loss and %d after the second; want once more each time", resyncs, got)
+	}
+	if got := inf.Stats().Resyncs; got != 0 {
+		t.Errorf("the history informer rebuilt %d times; KUBE_HISTORY lost nothing", got)
+	}
+
+	// New changes flow.
+	etcd.put(podKey("a", "new"), mustJSON(t, pod("a", "new", "node-1", nil)))
+	etcd.del(podKey("a", "p08"))
 	converges(t, inf, rec, etcd.pods)
 	converges(t, node, nodeRec, onNode1)
 }

@@ -199,18 +199,12 @@ func (i *Informer[T]) start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", i.cfg.liveStream(), err)
 		}
-		hist := live
-		if i.cfg.liveStream() != bus.HistoryStream {
-			if hist, err = js.Stream(actx, bus.HistoryStream); err != nil {
-				return fmt.Errorf("opening %s: %w", bus.HistoryStream, err)
-			}
-		}
 		info, err := live.Info(actx)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", i.cfg.liveStream(), err)
 		}
 		h0 := info.State.LastSeq
-		gapRev, err := lastGap(actx, hist)
+		gapRev, err := lastGap(actx, live, i.cfg.gapSubject())
 		if err != nil {
 			return err
 		}
@@ -219,7 +213,7 @@ func (i *Informer[T]) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		i.live, i.liveBorn, i.hist, i.gapRev = live, info.Created, hist, gapRev
+		i.live, i.liveBorn, i.gapRev = live, info.Created, gapRev
 		i.update(func() []change[T] { return i.store.reconcile(snap) })
 		i.bumpRev(snap.maxRev)
 		i.log.Debug("informer loaded the state", "objects", i.store.len(), "revision", snap.maxRev, "historySeq", h0, "took", time.Since(t0))
@@ -276,9 +270,10 @@ func (i *Informer[T]) applyLast(ctx context.Context, h0 uint64) error {
 	return nil
 }
 
-// lastGap returns the revision of the last gap announced on KUBE_HISTORY.
-func lastGap(ctx context.Context, hist jetstream.Stream) (int64, error) {
-	msg, err := hist.GetLastMsgForSubject(ctx, bus.GapSubject)
+// lastGap returns the revision of the last gap announced on live's gap
+// subject.
+func lastGap(ctx context.Context, live jetstream.Stream, subject string) (int64, error) {
+	msg, err := live.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}

@@ -33,8 +33,8 @@ type Config struct {
 	Port     int // 0 picks the default 4222; -1 picks a random free port
 	Host     string
 	// MaxMemory bounds what JetStream may keep in memory-backed streams
-	// (default DefaultMaxMemory; kubebus's streams are on disk, so this is a
-	// guard, not a budget they use).
+	// (default DefaultMaxMemory). KUBE_NODEPODS is one: its byte limit
+	// (bus.StreamLimits.NodeMaxBytes) must fit, times its replicas.
 	MaxMemory int64
 	// MaxStore bounds what JetStream may keep on disk (0: NATS's default,
 	// three quarters of the free space at start). Keep it at least the

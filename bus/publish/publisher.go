@@ -59,6 +59,11 @@ type Publisher struct {
 	lastSeq uint64
 	chains  map[string]int64 // chain filter -> revision of its last event (sent)
 	floor   int64            // chains unknown to the map start after this revision
+	// nodeFloor is floor for KUBE_NODEPODS's chains alone, after a GAP
+	// on that stream only (nodeGap).
+	nodeFloor int64
+	// cursorTime is when the message the cursor was read from was stored.
+	cursorTime time.Time
 
 	// the pipeline (pipeline.go): what was sent and not yet confirmed
 	sentRev  int64
@@ -68,6 +73,9 @@ type Publisher struct {
 	// resync sends again new messages rather than deduplicated ones.
 	epoch      int
 	resumeFrom int64
+	// failedRev, when not 0, is the first revision not wholly stored
+	// when a stream was found lost (see nodeGap).
+	failedRev int64
 
 	lastProgress time.Time
 	// resyncWait backs off resyncs that follow each other without
@@ -157,6 +165,12 @@ func (p *Publisher) lead(ctx context.Context) error {
 		// included (a new stream's sequences start again): check first.
 		switch cerr := p.retryAll(ctx, "checking the streams", func() error { return p.checkStreams(ctx) }); {
 		case errors.Is(cerr, errStreamsReset):
+			// Everything before the revision that failed was stored; a
+			// KUBE_NODEPODS lost on its own is filled again from there.
+			var rs *resyncError
+			if errors.As(err, &rs) {
+				p.failedRev = rs.rev
+			}
 			if err := p.openStreams(ctx); err != nil {
 				return err
 			}
@@ -244,7 +258,7 @@ func (p *Publisher) loadCursor(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading %s info: %w", bus.HistoryStream, err)
 	}
-	p.lastRev, p.lastSeq, p.chains, p.floor = 0, info.State.LastSeq, map[string]int64{}, 0
+	p.lastRev, p.lastSeq, p.chains, p.floor, p.nodeFloor, p.cursorTime = 0, info.State.LastSeq, map[string]int64{}, 0, 0, time.Time{}
 	defer func() { p.sentRev, p.sentSeq = p.lastRev, p.lastSeq }()
 	// The last message carrying a revision is the resume point; anything
 	// after it without one was not written by a publisher and is skipped.
@@ -257,7 +271,7 @@ func (p *Publisher) loadCursor(ctx context.Context) error {
 			return fmt.Errorf("reading message %d of %s: %w", seq, bus.HistoryStream, err)
 		}
 		if rev := bus.HeaderInt(msg.Header, bus.HeaderRevision); rev > 0 {
-			p.lastRev = rev
+			p.lastRev, p.cursorTime = rev, msg.Time
 			if seq != info.State.LastSeq {
 				p.log.Warn("messages without a revision at the end of the history stream; ignoring them", "from", seq+1, "to", info.State.LastSeq)
 			}
@@ -449,9 +463,9 @@ func (p *Publisher) checkFence(ctx context.Context, rev int64) error {
 }
 
 func (p *Publisher) loadCursorKeepChains(ctx context.Context) error {
-	chains, floor := p.chains, p.floor
+	chains, floor, nodeFloor := p.chains, p.floor, p.nodeFloor
 	err := p.loadCursor(ctx)
-	p.chains, p.floor = chains, floor
+	p.chains, p.floor, p.nodeFloor = chains, floor, nodeFloor
 	return err
 }
 
@@ -478,9 +492,11 @@ func (p *Publisher) chainPrev(ctx context.Context, stream, filter string) (int64
 		rev = bus.HeaderInt(msg.Header, bus.HeaderRevision)
 		return nil
 	})
-	if rev < p.floor {
-		rev = p.floor
+	floor := p.floor
+	if stream == bus.NodePodsStream {
+		floor = max(floor, p.nodeFloor)
 	}
+	rev = max(rev, floor)
 	p.chains[filter] = rev
 	return rev, err
 }

@@ -480,26 +480,7 @@ func TestPublishPodLeavingANode(t *testing.T) {
 	onN1 := `{"metadata":{"name":"p","namespace":"ns"},"spec":{"nodeName":"n1"}}`
 	src.put("/registry/core/pods/ns/p", onN1)
 	src.put("/registry/core/pods/ns/p", `{"metadata":{"name":"p","namespace":"ns"},"spec":{"nodeName":"n2"}}`)
-	last := func(subject string, rev int64) *bus.Event {
-		var ev *bus.Event
-		poll(t, 10*time.Second, subject+" at revision "+fmt.Sprint(rev), func() bool {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			st, err := js.Stream(ctx, bus.NodePodsStream)
-			if err != nil {
-				return false
-			}
-			m, err := st.GetLastMsgForSubject(ctx, subject)
-			if err != nil {
-				return false
-			}
-			if ev, err = bus.Decode(m.Data); err != nil {
-				t.Fatalf("%s: %v", subject, err)
-			}
-			return ev.Revision == rev
-		})
-		return ev
-	}
+	last := func(subject string, rev int64) *bus.Event { return waitNodeRev(t, js, subject, rev) }
 	if ev := last(bus.NodeSubject("n1", "ns", "p"), 2); ev.Type != bus.Deleted || string(ev.Object) != onN1 {
 		t.Errorf("n1 sees %s %s, want DELETED %s", ev.Type, ev.Object, onN1)
 	}

@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -59,6 +60,64 @@ func (p *Publisher) reseed(ctx context.Context, reason string) error {
 	}
 	// Every chain restarts after the gap.
 	p.chains, p.floor = map[string]int64{}, rev
+	return nil
+}
+
+// nodeGap handles a KUBE_NODEPODS that lost what it held while
+// KUBE_HISTORY and KUBE_STATE did not: it publishes a GAP on
+// KUBE_NODEPODS alone, which sends every kubelet back to KUBE_STATE, and
+// restarts the node chains after it.
+//
+// The GAP is at the revision before the publisher's resume point: the
+// first revision not wholly stored when the loss was found (failedRev),
+// or else the cursor, whose KUBE_STATE messages may not have been stored
+// when a publisher stopped. The publisher sends again from that point,
+// so those revisions' node events go on the new stream after the GAP. A
+// GAP already there at that revision or later (another publisher's,
+// after the same loss) is not repeated.
+func (p *Publisher) nodeGap(ctx context.Context, reason string) error {
+	from := p.lastRev
+	if p.failedRev > 0 && p.failedRev < from {
+		from, p.resumeFrom = p.failedRev, p.failedRev
+	}
+	rev := from - 1
+	if rev < 1 {
+		return nil // nothing was published before the resume point
+	}
+	var last int64
+	if err := p.retry(ctx, "reading the last node gap", func() error {
+		st, err := p.js.Stream(ctx, bus.NodePodsStream)
+		if err != nil {
+			return err
+		}
+		msg, err := st.GetLastMsgForSubject(ctx, bus.NodeGapSubject)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			last = 0
+		case err != nil:
+			return err
+		default:
+			last = bus.HeaderInt(msg.Header, bus.HeaderRevision)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if last < rev {
+		p.m.gaps.Inc()
+		p.log.Warn("announcing a gap to the kubelets", "reason", reason, "revision", rev)
+		gap := bus.Event{Type: bus.Gap, Revision: rev, PrevRevision: rev, From: 1, To: rev}
+		data, _ := json.Marshal(&gap)
+		if err := p.publishPlain(ctx, eventMsg(bus.NodeGapSubject, &gap, data, 0), "r"+strconv.FormatInt(rev, 10)+"/nodegap", nil); err != nil {
+			return err
+		}
+	}
+	for filter := range p.chains {
+		if bus.IsNodeFilter(filter) {
+			delete(p.chains, filter)
+		}
+	}
+	p.nodeFloor = max(rev, last)
 	return nil
 }
 

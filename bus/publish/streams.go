@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,6 +41,7 @@ func (p *Publisher) openStreams(ctx context.Context) error {
 
 func (p *Publisher) openStreamsOnce(ctx context.Context) error {
 	p.inflight = nil
+	defer func() { p.failedRev = 0 }()
 	if err := p.retry(ctx, "ensuring streams", func() error { return bus.EnsureStreams(ctx, p.js, p.cfg.Limits) }); err != nil {
 		return err
 	}
@@ -52,7 +52,16 @@ func (p *Publisher) openStreamsOnce(ctx context.Context) error {
 	if err := p.retry(ctx, "reading the stream cursor", func() error { return p.loadCursor(ctx) }); err != nil {
 		return err
 	}
-	if p.created != nil && !maps.EqualFunc(created, p.created, time.Time.Equal) {
+	switch lost := lostStreams(p.created, created, p.lastRev, p.cursorTime); {
+	case len(lost) == 0:
+	case len(lost) == 1 && lost[0] == bus.NodePodsStream:
+		// KUBE_STATE holds every node's pods: only the kubelets, which
+		// read KUBE_NODEPODS, need to rebuild from it.
+		p.m.resets.Inc()
+		if err := p.nodeGap(ctx, "KUBE_NODEPODS was lost or recreated"); err != nil {
+			return err
+		}
+	default:
 		p.m.resets.Inc()
 		p.epoch++ // the state messages are sent again, not deduplicated
 		if err := p.reseed(ctx, "a bus stream was lost or recreated"); err != nil {
@@ -61,6 +70,32 @@ func (p *Publisher) openStreamsOnce(ctx context.Context) error {
 	}
 	p.created = created
 	return nil
+}
+
+// lostStreams names the streams that lost what they held since this
+// publisher last opened them (before: their creation times then, nil on
+// its first open), given their creation times now and the cursor (the
+// last revision on KUBE_HISTORY and when it was stored).
+//
+// On the first open only KUBE_NODEPODS is checked: it is kept in memory,
+// so a NATS server that restarts with the API server (the all-in-one)
+// comes back without it. A KUBE_NODEPODS created after the cursor's
+// message was stored did not exist when the revisions before it were
+// published.
+func lostStreams(before, now map[string]time.Time, lastRev int64, cursorTime time.Time) []string {
+	if before == nil {
+		if lastRev > 0 && now[bus.NodePodsStream].After(cursorTime) {
+			return []string{bus.NodePodsStream}
+		}
+		return nil
+	}
+	var lost []string
+	for _, name := range bus.StreamNames {
+		if !now[name].Equal(before[name]) {
+			lost = append(lost, name)
+		}
+	}
+	return lost
 }
 
 // streamTimes reads each stream's creation time.

@@ -1,0 +1,226 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kubebus/kubebus/bus"
+)
+
+func TestLostStreams(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	all := func(nodes time.Time) map[string]time.Time {
+		return map[string]time.Time{bus.HistoryStream: t0, bus.StateStream: t0, bus.NodePodsStream: nodes}
+	}
+	for _, c := range []struct {
+		name       string
+		before     map[string]time.Time
+		now        map[string]time.Time
+		lastRev    int64
+		cursorTime time.Time
+		want       []string
+	}{
+		{"first open, streams as old as the history", nil, all(t0), 10, t0.Add(time.Minute), nil},
+		{"first open, node stream younger than the cursor", nil, all(t0.Add(2 * time.Minute)), 10, t0.Add(time.Minute), []string{bus.NodePodsStream}},
+		{"first open, empty history", nil, all(t0.Add(2 * time.Minute)), 0, time.Time{}, nil},
+		{"reopen, nothing changed", all(t0), all(t0), 10, t0, nil},
+		{"reopen, node stream recreated", all(t0), all(t0.Add(time.Hour)), 10, t0, []string{bus.NodePodsStream}},
+		{"reopen, every stream recreated", all(t0), map[string]time.Time{bus.HistoryStream: t0.Add(time.Hour), bus.StateStream: t0.Add(time.Hour), bus.NodePodsStream: t0.Add(time.Hour)}, 10, t0,
+			[]string{bus.HistoryStream, bus.NodePodsStream, bus.StateStream}},
+		{"reopen, state recreated", all(t0), map[string]time.Time{bus.HistoryStream: t0, bus.StateStream: t0.Add(time.Hour), bus.NodePodsStream: t0}, 10, t0, []string{bus.StateStream}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := lostStreams(c.before, c.now, c.lastRev, c.cursorTime)
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("lostStreams = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// nodeMsg is a message of KUBE_NODEPODS as a kubelet reads it.
+type nodeMsg struct {
+	subject   string
+	rev, prev int64
+	typ       string
+}
+
+// nodeMsgs reads KUBE_NODEPODS from its start.
+func nodeMsgs(ctx context.Context, t *testing.T, js jetstream.JetStream) []nodeMsg {
+	t.Helper()
+	st, err := js.Stream(ctx, bus.NodePodsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []nodeMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, nodeMsg{m.Subject, bus.HeaderInt(m.Header, bus.HeaderRevision), bus.HeaderInt(m.Header, bus.HeaderChainPrev), m.Header.Get(bus.HeaderType)})
+	}
+	return out
+}
+
+func podOn(name, node, phase string) string {
+	return fmt.Sprintf(`{"metadata":{"name":%q,"namespace":"ns"},"spec":{"nodeName":%q},"status":{"phase":%q}}`, name, node, phase)
+}
+
+// waitNodeRev waits until KUBE_NODEPODS's last message for subject is at
+// rev, and returns its event.
+func waitNodeRev(t *testing.T, js jetstream.JetStream, subject string, rev int64) *bus.Event {
+	t.Helper()
+	var ev *bus.Event
+	poll(t, 30*time.Second, fmt.Sprintf("%s at revision %d", subject, rev), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		st, err := js.Stream(ctx, bus.NodePodsStream)
+		if err != nil {
+			return false
+		}
+		m, err := st.GetLastMsgForSubject(ctx, subject)
+		if err != nil {
+			return false
+		}
+		if ev, err = bus.Decode(m.Data); err != nil {
+			t.Fatalf("%s: %v", subject, err)
+		}
+		return ev.Revision == rev
+	})
+	return ev
+}
+
+// checkNodeRefill checks a KUBE_NODEPODS that was filled again after it
+// was lost alone at a resume point: a GAP at the revision before it, then
+// the pod's events from it on, the first linked to the GAP; and no GAP on
+// KUBE_HISTORY, whose readers had nothing to rebuild.
+func checkNodeRefill(ctx context.Context, t *testing.T, js jetstream.JetStream, resume int64, want []int64) {
+	t.Helper()
+	got := nodeMsgs(ctx, t, js)
+	if len(got) != 1+len(want) || got[0].subject != bus.NodeGapSubject || got[0].rev != resume-1 || got[0].typ != string(bus.Gap) {
+		t.Fatalf("KUBE_NODEPODS holds %+v; want a GAP at %d, then revisions %v", got, resume-1, want)
+	}
+	prev := resume - 1
+	for i, rev := range want {
+		m := got[i+1]
+		if m.subject != bus.NodeSubject("n1", "ns", "p") || m.rev != rev || m.prev != prev {
+			t.Fatalf("message %d of KUBE_NODEPODS is %+v; want %s at %d after %d (all: %+v)", i+1, m, bus.NodeSubject("n1", "ns", "p"), rev, prev, got)
+		}
+		prev = rev
+	}
+	if rev := lastHistoryRevision(ctx, js, bus.GapSubject); rev != 0 {
+		t.Errorf("a GAP at %d on KUBE_HISTORY; losing KUBE_NODEPODS alone concerns the kubelets only", rev)
+	}
+}
+
+// TestPublisherRefillsLostNodePods: KUBE_NODEPODS is lost on its own
+// (it is kept in memory), once under a running publisher and once while
+// no publisher runs, as when the all-in-one restarts with its NATS. Each
+// time the publisher announces a GAP on KUBE_NODEPODS alone and sends the
+// node events again from its resume point, so that a kubelet that rebuilds
+// from KUBE_STATE at the GAP misses nothing.
+func TestPublisherRefillsLostNodePods(t *testing.T) {
+	_, js := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := newFakeSource()
+	src.put("/registry/core/configmaps/ns/c", `{"metadata":{"name":"c","namespace":"ns"}}`)
+	src.put("/registry/core/pods/ns/p", podOn("p", "n1", "Pending"))
+	r3 := src.put("/registry/core/pods/ns/p", podOn("p", "n1", "Running"))
+	stop := runPublisher(t, src, alwaysLeader{}, js)
+	waitNodeRev(t, js, bus.NodeSubject("n1", "ns", "p"), r3)
+
+	// Under a running, idle publisher.
+	if err := js.DeleteStream(ctx, bus.NodePodsStream); err != nil {
+		t.Fatal(err)
+	}
+	waitNodeRev(t, js, bus.NodeSubject("n1", "ns", "p"), r3)
+	r4 := src.put("/registry/core/pods/ns/p", podOn("p", "n1", "Succeeded"))
+	waitNodeRev(t, js, bus.NodeSubject("n1", "ns", "p"), r4)
+	checkNodeRefill(ctx, t, js, r3, []int64{r3, r4})
+
+	// While no publisher runs: the next one finds the stream younger
+	// than the history's last message.
+	stop()
+	if err := js.DeleteStream(ctx, bus.NodePodsStream); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureStreams(ctx, js, bus.StreamLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	stop = runPublisher(t, src, alwaysLeader{}, js)
+	waitNodeRev(t, js, bus.NodeSubject("n1", "ns", "p"), r4)
+	r5 := src.put("/registry/core/pods/ns/p", podOn("p", "n1", "Failed"))
+	waitNodeRev(t, js, bus.NodeSubject("n1", "ns", "p"), r5)
+	checkNodeRefill(ctx, t, js, r4, []int64{r4, r5})
+
+	// A publisher that starts again with nothing lost announces nothing.
+	stop()
+	stop = runPublisher(t, src, alwaysLeader{}, js)
+	defer stop()
+	r6 := src.put("/registry/core/pods/ns/p", podOn("p", "n1", "Unknown"))
+	waitNodeRev(t, js, bus.NodeSubject("n1", "ns", "p"), r6)
+	checkNodeRefill(ctx, t, js, r4, []int64{r4, r5, r6})
+}
+
+// TestEnsureStreamsMovesNodePodsToMemory: a KUBE_NODEPODS on disk, as
+// kubebus created it before, is replaced by one in memory; the other
+// streams keep what they hold.
+func TestEnsureStreamsMovesNodePodsToMemory(t *testing.T) {
+	_, js := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := bus.EnsureStreams(ctx, js, bus.StreamLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, bus.NodePodsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	if cfg.Storage != jetstream.MemoryStorage || cfg.MaxBytes != bus.DefaultNodeMaxBytes {
+		t.Fatalf("KUBE_NODEPODS: storage %s, %d bytes; want memory, %d", cfg.Storage, cfg.MaxBytes, bus.DefaultNodeMaxBytes)
+	}
+	if err := js.DeleteStream(ctx, bus.NodePodsStream); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Storage, cfg.MaxBytes = jetstream.FileStorage, 1<<30
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "kube.core.configmaps.ns.c", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureStreams(ctx, js, bus.StreamLimits{}); err != nil {
+		t.Fatalf("EnsureStreams over a KUBE_NODEPODS on disk: %v", err)
+	}
+	st, err = js.Stream(ctx, bus.NodePodsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.CachedInfo().Config.Storage; got != jetstream.MemoryStorage {
+		t.Fatalf("KUBE_NODEPODS storage %s after EnsureStreams, want memory", got)
+	}
+	hist, err := js.Stream(ctx, bus.HistoryStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := hist.CachedInfo().State.Msgs; n != 1 {
+		t.Fatalf("KUBE_HISTORY holds %d messages after EnsureStreams, want the 1 published", n)
+	}
+}
