@@ -211,8 +211,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (co
 
 // reserve returns the node's pending subnet, or picks a free one. Once
 // a pick has found none it answers ErrFull without looking again until
-// subnetMayBeFree is called: every update of every node left without a subnet comes
-// here (their status, every few seconds), and each look walks all nodes.
+// subnetMayBeFree is called: every update of every node left without a
+// subnet comes here (their status, every few seconds), and each look
+// walks all nodes.
 func (r *reconciler) reserve(name string) (netip.Prefix, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
