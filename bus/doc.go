@@ -55,13 +55,17 @@
 // consumer filtered to one resource can still tell "caught up" from "missed
 // something": every event's Kube-Chain-Prev must equal the revision of the
 // last event it saw on that chain. Control events on kbus.gap (and
-// knode._gap, which node consumers read) say the publisher could not republish a
-// range of revisions (etcd compacted them while NATS was unreachable, or the
-// streams were lost and recreated); the publisher reseeds KUBE_STATE first, then publishes the GAP, and consumers
-// heal by reloading from the state stream. After a GAP every chain
-// restarts: the next event of any chain has Kube-Chain-Prev equal to the
-// GAP's revision (or, after a publisher restart, to the chain's last
-// event), so a consumer restarts its chain check after a GAP.
+// knode._gap, which node consumers read) say the publisher could not
+// republish a range of revisions (etcd compacted them while NATS was
+// unreachable, or the streams were lost and recreated); the publisher
+// reseeds KUBE_STATE first, then publishes the GAP, and consumers heal by
+// reloading from the state stream. When KUBE_NODEPODS alone lost its
+// messages, KUBE_STATE needs no reseeding: the GAP is on knode._gap only,
+// at the revision before the point the publisher resends node events
+// from. After a GAP every chain of its stream restarts: the next event of
+// a chain has Kube-Chain-Prev equal to the GAP's revision (or, after a
+// publisher restart, to the chain's last event), so a consumer restarts
+// its chain check after a GAP.
 // kbus.progress events record, for an idle bus, the revision the publisher
 // has checked through.
 //

@@ -53,9 +53,9 @@ const DefaultDuplicates = 2 * time.Minute
 // cost grew with the number of nodes (bus/informer's
 // BenchmarkNodeConsumers: about twice as much at 500 nodes as at 5). The
 // memory store walks the same messages without copying them. Nothing is
-// lost for good when NATS loses the stream: KUBE_STATE (on disk) holds
-// every node's pods, and the publisher announces a GAP on the new stream
-// (knode._gap) that sends each kubelet back to it.
+// lost for good when NATS loses the stream's messages: KUBE_STATE (on
+// disk) holds every node's pods, and the publisher announces a GAP on the
+// stream (knode._gap) that sends each kubelet back to it.
 const DefaultNodeMaxBytes = 64 << 20
 
 func (l *StreamLimits) defaults() {

@@ -55,6 +55,7 @@ type Informer[T runtime.Object] struct {
 	gapRev     int64 // revision of the last gap the cache was healed from
 	syncTarget uint64
 	checkNow   bool // check the stream before the next fetch
+	healNow    bool // rebuild from the state stream at the next check
 }
 
 // New builds an Informer; Run starts it.

@@ -302,6 +302,18 @@ func (i *Informer[T]) check(ctx context.Context) error {
 	if i.isReset(info) {
 		i.reset(info) // the gap check below rebuilds the cache
 	}
+	if i.healNow {
+		// A gap announced before the state is read is healed by this
+		// read too.
+		gapRev, err := lastGap(actx, i.live, i.cfg.gapSubject())
+		if err != nil {
+			return err
+		}
+		if err := i.heal(ctx, "stream-reset", 0, "stream", i.cfg.liveStream()); err != nil {
+			return err
+		}
+		i.healNow, i.gapRev = false, max(i.gapRev, gapRev)
+	}
 	if first := info.State.FirstSeq; first > max(i.applied, i.baseline)+1 {
 		evicted, err := i.lostToEviction(actx)
 		if err != nil {
@@ -345,13 +357,17 @@ func (i *Informer[T]) checkReset(ctx context.Context) error {
 	return nil
 }
 
-// reset follows a live stream that was created again from its start, and
-// has the informer check the stream at once. The publisher that recreates
-// a lost stream rewrites KUBE_STATE from etcd, then announces a GAP: the
-// check rebuilds the cache from the state stream as soon as the GAP is
-// there, without waiting for the new stream's sequences to reach the old
-// ones. (A publisher that republishes etcd's history instead sends the
-// events again, and those the cache holds are skipped by revision.)
+// reset follows a live stream that was created again, or lost its
+// messages, from its start, and has the informer check the stream at
+// once. The publisher that finds a stream lost announces a GAP on it
+// (after rewriting KUBE_STATE from etcd, unless KUBE_NODEPODS alone was
+// lost): the check rebuilds the cache from the state stream as soon as
+// the GAP is there, without waiting for the new stream's sequences to
+// reach the old ones. (A publisher that republishes etcd's history
+// instead sends the events again, and those the cache holds are skipped
+// by revision.) A node informer also rebuilds at once, GAP or not:
+// KUBE_NODEPODS is kept in memory and may come back empty from a NATS
+// restart, and its own state stream holds every pod of the node.
 func (i *Informer[T]) reset(info *jetstream.StreamInfo) {
 	i.count.gap("stream-reset")
 	i.log.Warn("the live stream was lost or created again; following the new one from its start",
@@ -361,6 +377,7 @@ func (i *Informer[T]) reset(info *jetstream.StreamInfo) {
 	i.applied, i.baseline, i.dseq, i.recreate, i.cons, i.gapRev = 0, 0, 0, true, nil, 0
 	i.chain.restart()
 	i.checkNow = true
+	i.healNow = i.cfg.Node != ""
 }
 
 // lostToEviction decides whether messages evicted before this informer

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebus/kubebus/bus"
@@ -18,25 +22,30 @@ func TestLostStreams(t *testing.T) {
 	all := func(nodes time.Time) map[string]time.Time {
 		return map[string]time.Time{bus.HistoryStream: t0, bus.StateStream: t0, bus.NodePodsStream: nodes}
 	}
+	later := t0.Add(time.Hour)
 	for _, c := range []struct {
-		name       string
-		before     map[string]time.Time
-		now        map[string]time.Time
-		lastRev    int64
-		cursorTime time.Time
-		want       []string
+		name                 string
+		before, now          map[string]time.Time
+		nodeLastSeq, nodeSeq uint64
+		lastRev              int64
+		want                 []string
 	}{
-		{"first open, streams as old as the history", nil, all(t0), 10, t0.Add(time.Minute), nil},
-		{"first open, node stream younger than the cursor", nil, all(t0.Add(2 * time.Minute)), 10, t0.Add(time.Minute), []string{bus.NodePodsStream}},
-		{"first open, empty history", nil, all(t0.Add(2 * time.Minute)), 0, time.Time{}, nil},
-		{"reopen, nothing changed", all(t0), all(t0), 10, t0, nil},
-		{"reopen, node stream recreated", all(t0), all(t0.Add(time.Hour)), 10, t0, []string{bus.NodePodsStream}},
-		{"reopen, every stream recreated", all(t0), map[string]time.Time{bus.HistoryStream: t0.Add(time.Hour), bus.StateStream: t0.Add(time.Hour), bus.NodePodsStream: t0.Add(time.Hour)}, 10, t0,
+		{"first open, node stream holds messages", nil, all(t0), 40, 0, 10, nil},
+		{"first open, node stream empty, history not", nil, all(later), 0, 0, 10, []string{bus.NodePodsStream}},
+		{"first open, both empty", nil, all(later), 0, 0, 0, nil},
+		{"reopen, nothing changed", all(t0), all(t0), 40, 40, 10, nil},
+		{"reopen, node stream recreated", all(t0), all(later), 40, 40, 10, []string{bus.NodePodsStream}},
+		{"reopen, node stream emptied in place", all(t0), all(t0), 0, 40, 10, []string{bus.NodePodsStream}},
+		{"reopen, node stream behind what was stored", all(t0), all(t0), 12, 40, 10, []string{bus.NodePodsStream}},
+		{"reopen, node stream empty and never written", all(t0), all(t0), 0, 0, 10, nil},
+		{"reopen, every stream recreated", all(t0), map[string]time.Time{bus.HistoryStream: later, bus.StateStream: later, bus.NodePodsStream: later}, 0, 40, 10,
 			[]string{bus.HistoryStream, bus.NodePodsStream, bus.StateStream}},
-		{"reopen, state recreated", all(t0), map[string]time.Time{bus.HistoryStream: t0, bus.StateStream: t0.Add(time.Hour), bus.NodePodsStream: t0}, 10, t0, []string{bus.StateStream}},
+		{"reopen, state recreated", all(t0), map[string]time.Time{bus.HistoryStream: t0, bus.StateStream: later, bus.NodePodsStream: t0}, 40, 40, 10, []string{bus.StateStream}},
+		{"reopen, state recreated, node stream emptied", all(t0), map[string]time.Time{bus.HistoryStream: t0, bus.StateStream: later, bus.NodePodsStream: t0}, 0, 40, 10,
+			[]string{bus.NodePodsStream, bus.StateStream}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := lostStreams(c.before, c.now, c.lastRev, c.cursorTime)
+			got := lostStreams(c.before, c.now, c.nodeLastSeq, c.nodeSeq, c.lastRev)
 			slices.Sort(got)
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("lostStreams = %v, want %v", got, c.want)
@@ -222,5 +231,102 @@ func TestEnsureStreamsMovesNodePodsToMemory(t *testing.T) {
 	}
 	if n := hist.CachedInfo().State.Msgs; n != 1 {
 		t.Fatalf("KUBE_HISTORY holds %d messages after EnsureStreams, want the 1 published", n)
+	}
+}
+
+// dropNodesJS deletes KUBE_NODEPODS when the publisher sends the node
+// message of revision at, as a NATS that lost the stream would, with the
+// changes around it in flight.
+type dropNodesJS struct {
+	jetstream.JetStream
+	t    *testing.T
+	at   int64
+	once sync.Once
+}
+
+func (d *dropNodesJS) PublishMsgAsync(msg *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	if bus.IsNodeFilter(msg.Subject) && msg.Header.Get(bus.HeaderRevision) == strconv.FormatInt(d.at, 10) {
+		d.once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := d.JetStream.DeleteStream(ctx, bus.NodePodsStream); err != nil {
+				d.t.Errorf("deleting %s: %v", bus.NodePodsStream, err)
+			}
+		})
+	}
+	return d.JetStream.PublishMsgAsync(msg, opts...)
+}
+
+// TestPublisherRefillsNodePodsLostInFlight: KUBE_NODEPODS is lost with a
+// hundred pod changes in flight. The new stream starts with a GAP at a
+// revision before the loss; after it, each node's chain links up from
+// the GAP and holds every change of its pods after it, so a kubelet that
+// rebuilds from KUBE_STATE at the GAP misses nothing; and KUBE_STATE ends
+// at every pod's last revision (state messages sent again are not
+// deduplicated against older ones).
+func TestPublisherRefillsNodePodsLostInFlight(t *testing.T) {
+	_, js := startNATS(t)
+	src := newFakeSource()
+	const puts, pods, lostAt = 100, 10, 40
+	node := func(p int) string { return []string{"n1", "n2"}[p%2] }
+	byNode := map[string][]int64{} // each node's revisions, in order
+	last := map[int]int64{}        // each pod's last revision
+	for i := range puts {
+		p := i % pods
+		rev := src.put(fmt.Sprintf("/registry/core/pods/ns/p%d", p), podOn(fmt.Sprintf("p%d", p), node(p), fmt.Sprint("phase-", i)))
+		byNode[node(p)] = append(byNode[node(p)], rev)
+		last[p] = rev
+	}
+	stop := runPublisher(t, batchSource{Source: src, n: puts}, alwaysLeader{}, &dropNodesJS{JetStream: js, t: t, at: lostAt})
+	defer stop()
+	for p := range pods {
+		waitNodeRev(t, js, bus.NodeSubject(node(p), "ns", fmt.Sprintf("p%d", p)), last[p])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := nodeMsgs(ctx, t, js)
+	if len(got) == 0 || got[0].subject != bus.NodeGapSubject || got[0].rev >= lostAt {
+		t.Fatalf("KUBE_NODEPODS starts with %+v; want a GAP before revision %d", got[:min(len(got), 1)], lostAt)
+	}
+	gap := got[0].rev
+	for _, n := range []string{"n1", "n2"} {
+		var want, have []int64
+		for _, rev := range byNode[n] {
+			if rev > gap {
+				want = append(want, rev)
+			}
+		}
+		prev := gap
+		for _, m := range got[1:] {
+			if !strings.HasPrefix(m.subject, "knode."+n+".") {
+				continue
+			}
+			if m.prev != prev {
+				t.Errorf("node %s: revision %d links to %d, want %d", n, m.rev, m.prev, prev)
+			}
+			have, prev = append(have, m.rev), m.rev
+		}
+		if !slices.Equal(have, want) {
+			t.Errorf("node %s after the GAP at %d: revisions %v, want %v", n, gap, have, want)
+		}
+	}
+	if rev := lastHistoryRevision(ctx, js, bus.GapSubject); rev != 0 {
+		t.Errorf("a GAP at %d on KUBE_HISTORY", rev)
+	}
+	st, err := js.Stream(ctx, bus.StateStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range pods {
+		k := bus.ObjectKey{Resource: "pods", Namespace: "ns", Name: fmt.Sprintf("p%d", p)}
+		for _, subj := range []string{bus.StateSubject(k), bus.StateNodeSubject(node(p), "ns", k.Name)} {
+			m, err := st.GetLastMsgForSubject(ctx, subj)
+			if err != nil {
+				t.Fatalf("%s: %v", subj, err)
+			}
+			if rev := bus.HeaderInt(m.Header, bus.HeaderRevision); rev != last[p] {
+				t.Errorf("%s is at revision %d, want %d", subj, rev, last[p])
+			}
+		}
 	}
 }

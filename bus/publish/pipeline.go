@@ -141,9 +141,16 @@ func (p *Publisher) settle(ctx context.Context, pd *pending) error {
 	if pd.node != nil {
 		for _, it := range pd.node.items {
 			if it.msg != nil {
-				if _, err := awaitAck(ctx, it.msgF); err != nil {
+				ack, err := awaitAck(ctx, it.msgF)
+				if err != nil {
 					return fail(err)
 				}
+				if !ack.Duplicate && ack.Sequence <= p.nodeSeq {
+					// KUBE_NODEPODS started again under us (see
+					// lostStreams); the stream check finds it.
+					return fail(fmt.Errorf("%s stored a new message at sequence %d, after %d", ack.Stream, ack.Sequence, p.nodeSeq))
+				}
+				p.nodeSeq = max(p.nodeSeq, ack.Sequence)
 			}
 			if _, err := awaitAck(ctx, it.stateF); err != nil {
 				return fail(err)
@@ -174,11 +181,11 @@ func (p *Publisher) resync(ctx context.Context, rs *resyncError) error {
 	sleep(ctx, p.resyncWait)
 	p.inflight = nil
 	p.epoch++
-	floor := p.floor
+	floor, nodeFloor := p.floor, p.nodeFloor
 	if err := p.retry(ctx, "reading the stream cursor", func() error { return p.loadCursor(ctx) }); err != nil {
 		return err
 	}
-	p.floor = floor
+	p.floor, p.nodeFloor = floor, nodeFloor
 	p.resumeFrom = rs.rev
 	return nil
 }

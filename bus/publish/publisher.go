@@ -62,8 +62,9 @@ type Publisher struct {
 	// nodeFloor is floor for KUBE_NODEPODS's chains alone, after a GAP
 	// on that stream only (nodeGap).
 	nodeFloor int64
-	// cursorTime is when the message the cursor was read from was stored.
-	cursorTime time.Time
+	// nodeSeq is the highest sequence KUBE_NODEPODS acknowledged since it
+	// was last found lost: a lower one means it lost its messages.
+	nodeSeq uint64
 
 	// the pipeline (pipeline.go): what was sent and not yet confirmed
 	sentRev  int64
@@ -165,11 +166,15 @@ func (p *Publisher) lead(ctx context.Context) error {
 		// included (a new stream's sequences start again): check first.
 		switch cerr := p.retryAll(ctx, "checking the streams", func() error { return p.checkStreams(ctx) }); {
 		case errors.Is(cerr, errStreamsReset):
-			// Everything before the revision that failed was stored; a
-			// KUBE_NODEPODS lost on its own is filled again from there.
+			// Everything before the first revision not confirmed was
+			// stored; a KUBE_NODEPODS lost on its own is filled again
+			// from there.
 			var rs *resyncError
-			if errors.As(err, &rs) {
+			switch {
+			case errors.As(err, &rs):
 				p.failedRev = rs.rev
+			case len(p.inflight) > 0:
+				p.failedRev = p.inflight[0].rev
 			}
 			if err := p.openStreams(ctx); err != nil {
 				return err
@@ -258,7 +263,7 @@ func (p *Publisher) loadCursor(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading %s info: %w", bus.HistoryStream, err)
 	}
-	p.lastRev, p.lastSeq, p.chains, p.floor, p.nodeFloor, p.cursorTime = 0, info.State.LastSeq, map[string]int64{}, 0, 0, time.Time{}
+	p.lastRev, p.lastSeq, p.chains, p.floor, p.nodeFloor = 0, info.State.LastSeq, map[string]int64{}, 0, 0
 	defer func() { p.sentRev, p.sentSeq = p.lastRev, p.lastSeq }()
 	// The last message carrying a revision is the resume point; anything
 	// after it without one was not written by a publisher and is skipped.
@@ -271,7 +276,7 @@ func (p *Publisher) loadCursor(ctx context.Context) error {
 			return fmt.Errorf("reading message %d of %s: %w", seq, bus.HistoryStream, err)
 		}
 		if rev := bus.HeaderInt(msg.Header, bus.HeaderRevision); rev > 0 {
-			p.lastRev, p.cursorTime = rev, msg.Time
+			p.lastRev = rev
 			if seq != info.State.LastSeq {
 				p.log.Warn("messages without a revision at the end of the history stream; ignoring them", "from", seq+1, "to", info.State.LastSeq)
 			}

@@ -59,7 +59,7 @@ func (p *Publisher) reseed(ctx context.Context, reason string) error {
 		return err
 	}
 	// Every chain restarts after the gap.
-	p.chains, p.floor = map[string]int64{}, rev
+	p.chains, p.floor, p.nodeSeq = map[string]int64{}, rev, 0
 	return nil
 }
 
@@ -106,7 +106,7 @@ func (p *Publisher) nodeGap(ctx context.Context, reason string) error {
 	if last < rev {
 		p.m.gaps.Inc()
 		p.log.Warn("announcing a gap to the kubelets", "reason", reason, "revision", rev)
-		gap := bus.Event{Type: bus.Gap, Revision: rev, PrevRevision: rev, From: 1, To: rev}
+		gap := bus.Event{Type: bus.Gap, Revision: rev, PrevRevision: p.lastRev, From: 1, To: rev}
 		data, _ := json.Marshal(&gap)
 		if err := p.publishPlain(ctx, eventMsg(bus.NodeGapSubject, &gap, data, 0), "r"+strconv.FormatInt(rev, 10)+"/nodegap", nil); err != nil {
 			return err
@@ -117,7 +117,7 @@ func (p *Publisher) nodeGap(ctx context.Context, reason string) error {
 			delete(p.chains, filter)
 		}
 	}
-	p.nodeFloor = max(rev, last)
+	p.nodeFloor, p.nodeSeq = max(rev, last), 0
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,10 +21,12 @@ var errStreamsReset = errors.New("publish: a bus stream was lost or recreated")
 // it from its publishes failing.
 const streamCheckEvery = 2 * time.Second
 
-// openStreams creates the streams that are missing, reads the cursor and,
-// when a stream was lost since it was last opened, reseeds the bus from
-// etcd: KUBE_STATE is rewritten from a fresh read and a GAP on the
-// history streams tells consumers to rebuild from it. It retries until the
+// openStreams creates the streams that are missing, reads the cursor and
+// handles a stream lost since it was last opened (see lostStreams): when
+// KUBE_NODEPODS alone was, a GAP on it sends the kubelets back to
+// KUBE_STATE (nodeGap); when another was, the bus is reseeded from etcd:
+// KUBE_STATE is rewritten from a fresh read and a GAP on the history
+// streams tells consumers to rebuild from it. It retries until the
 // streams are open or ctx ends.
 func (p *Publisher) openStreams(ctx context.Context) error {
 	backoff := 50 * time.Millisecond
@@ -41,74 +44,84 @@ func (p *Publisher) openStreams(ctx context.Context) error {
 
 func (p *Publisher) openStreamsOnce(ctx context.Context) error {
 	p.inflight = nil
-	defer func() { p.failedRev = 0 }()
 	if err := p.retry(ctx, "ensuring streams", func() error { return bus.EnsureStreams(ctx, p.js, p.cfg.Limits) }); err != nil {
 		return err
 	}
 	var created map[string]time.Time
-	if err := p.retry(ctx, "reading the streams", func() (err error) { created, err = p.streamTimes(ctx); return err }); err != nil {
+	var nodeLastSeq uint64
+	if err := p.retry(ctx, "reading the streams", func() (err error) { created, nodeLastSeq, err = p.streamTimes(ctx); return err }); err != nil {
 		return err
 	}
 	if err := p.retry(ctx, "reading the stream cursor", func() error { return p.loadCursor(ctx) }); err != nil {
 		return err
 	}
-	switch lost := lostStreams(p.created, created, p.lastRev, p.cursorTime); {
+	switch lost := lostStreams(p.created, created, nodeLastSeq, p.nodeSeq, p.lastRev); {
 	case len(lost) == 0:
 	case len(lost) == 1 && lost[0] == bus.NodePodsStream:
 		// KUBE_STATE holds every node's pods: only the kubelets, which
 		// read KUBE_NODEPODS, need to rebuild from it.
 		p.m.resets.Inc()
+		p.epoch++ // the state messages are sent again, not deduplicated
 		if err := p.nodeGap(ctx, "KUBE_NODEPODS was lost or recreated"); err != nil {
 			return err
 		}
 	default:
 		p.m.resets.Inc()
-		p.epoch++ // the state messages are sent again, not deduplicated
+		p.epoch++
 		if err := p.reseed(ctx, "a bus stream was lost or recreated"); err != nil {
 			return err
 		}
 	}
-	p.created = created
+	p.created, p.failedRev = created, 0
 	return nil
 }
 
 // lostStreams names the streams that lost what they held since this
-// publisher last opened them (before: their creation times then, nil on
-// its first open), given their creation times now and the cursor (the
-// last revision on KUBE_HISTORY and when it was stored).
+// publisher last opened them. before is their creation times then (nil
+// on its first open), now their creation times now; nodeLastSeq is
+// KUBE_NODEPODS's last sequence now and nodeSeq the highest this
+// publisher had stored there; lastRev is the history's last revision.
 //
-// On the first open only KUBE_NODEPODS is checked: it is kept in memory,
-// so a NATS server that restarts with the API server (the all-in-one)
-// comes back without it. A KUBE_NODEPODS created after the cursor's
-// message was stored did not exist when the revisions before it were
-// published.
-func lostStreams(before, now map[string]time.Time, lastRev int64, cursorTime time.Time) []string {
-	if before == nil {
-		if lastRev > 0 && now[bus.NodePodsStream].After(cursorTime) {
-			return []string{bus.NodePodsStream}
-		}
-		return nil
-	}
+// A stream created again was lost. KUBE_NODEPODS is kept in memory, and
+// can lose its messages without being created again: a NATS cluster
+// keeps a stream's configuration and creation time on disk, not a memory
+// stream's messages. So it was also lost when its sequences went back
+// below what this publisher stored, or, on the first open, when it never
+// held a message while the history holds revisions (the all-in-one's
+// NATS, in process, restarted with it; or the stream was moved to memory;
+// at worst, a cluster without a bound pod yet gets one needless GAP).
+func lostStreams(before, now map[string]time.Time, nodeLastSeq, nodeSeq uint64, lastRev int64) []string {
 	var lost []string
-	for _, name := range bus.StreamNames {
-		if !now[name].Equal(before[name]) {
-			lost = append(lost, name)
+	if before != nil {
+		for _, name := range bus.StreamNames {
+			if !now[name].Equal(before[name]) {
+				lost = append(lost, name)
+			}
 		}
+	}
+	nodesEmptied := nodeLastSeq < nodeSeq || (before == nil && nodeLastSeq == 0 && lastRev > 0)
+	if nodesEmptied && !slices.Contains(lost, bus.NodePodsStream) {
+		lost = append(lost, bus.NodePodsStream)
 	}
 	return lost
 }
 
-// streamTimes reads each stream's creation time.
-func (p *Publisher) streamTimes(ctx context.Context) (map[string]time.Time, error) {
+// streamTimes reads each stream's creation time, and KUBE_NODEPODS's last
+// sequence.
+func (p *Publisher) streamTimes(ctx context.Context) (map[string]time.Time, uint64, error) {
 	out := map[string]time.Time{}
+	var nodeLastSeq uint64
 	for _, name := range bus.StreamNames {
 		st, err := p.js.Stream(ctx, name)
 		if err != nil {
-			return nil, fmt.Errorf("opening %s: %w", name, err)
+			return nil, 0, fmt.Errorf("opening %s: %w", name, err)
 		}
 		out[name] = st.CachedInfo().Created
+		if name == bus.NodePodsStream {
+			nodeLastSeq = st.CachedInfo().State.LastSeq
+		}
 	}
-	return out, nil
+	return out, nodeLastSeq, nil
 }
 
 // checkStreams returns errStreamsReset when a stream is missing or is not
@@ -125,6 +138,8 @@ func (p *Publisher) checkStreams(ctx context.Context) error {
 			return fmt.Errorf("reading %s: %w", name, err)
 		case !st.CachedInfo().Created.Equal(p.created[name]):
 			return permanent(fmt.Errorf("%w: %s was created again at %s", errStreamsReset, name, st.CachedInfo().Created.Format(time.RFC3339Nano)))
+		case name == bus.NodePodsStream && st.CachedInfo().State.LastSeq < p.nodeSeq:
+			return permanent(fmt.Errorf("%w: %s ends at sequence %d, before %d that it stored", errStreamsReset, name, st.CachedInfo().State.LastSeq, p.nodeSeq))
 		}
 	}
 	return nil

@@ -84,7 +84,7 @@ type natsOptions struct {
 	routeCertFile, routeKeyFile       string
 	routes                            []string
 	port, clusterPort                 int
-	maxStore                          int64
+	maxStore, maxMemory               int64
 }
 
 func newNATSCmd(g *globals) *cobra.Command {
@@ -116,7 +116,7 @@ system:kubebus:nats-route); the API server then makes its streams with
 				return fmt.Errorf("nats: %w", err)
 			}
 			cfg := natsserver.Config{Name: o.name, StoreDir: o.storeDir, Host: o.host, Port: o.port, MaxStore: o.maxStore,
-				TLS: serverTLS, Logger: log}
+				MaxMemory: o.maxMemory, TLS: serverTLS, Logger: log}
 			if o.clusterPort != 0 {
 				if o.routeCertFile == "" || o.routeKeyFile == "" {
 					return errors.New("nats: a member of a cluster (--cluster-port) needs --route-cert-file and --route-key-file")
@@ -143,6 +143,7 @@ system:kubebus:nats-route); the API server then makes its streams with
 	f.StringVar(&o.host, "host", "127.0.0.1", "the address clients (and routes) connect to")
 	f.IntVar(&o.port, "port", 4222, "client port (-1 picks a free one)")
 	f.Int64Var(&o.maxStore, "max-store", 0, "bytes JetStream may keep on disk (0: NATS's default)")
+	f.Int64Var(&o.maxMemory, "max-memory", natsserver.DefaultMaxMemory, "bytes JetStream may keep in memory: KUBE_NODEPODS (the API server's --bus-nodepods-max-bytes) must fit")
 	f.StringVar(&o.caFile, "ca-file", "", "the cluster CA certificate: clients' and routes' certificates must chain to it")
 	f.StringVar(&o.certFile, "cert-file", "", "the serving certificate (of the cluster CA), also shown to routes")
 	f.StringVar(&o.keyFile, "key-file", "", "the key of --cert-file")

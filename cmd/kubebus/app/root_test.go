@@ -2,8 +2,10 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 )
@@ -29,5 +31,20 @@ func TestInfoAsDebug(t *testing.T) {
 		case level == slog.LevelDebug && lowered != 3:
 			t.Errorf("level debug: %d records lowered, want 3:\n%s", lowered, out)
 		}
+	}
+}
+
+// TestServerRefusesNodePodsOverItsNATSMemory: a KUBE_NODEPODS larger than
+// the embedded NATS may keep in memory is refused at the start, before
+// anything runs, instead of leaving the publisher retrying.
+func TestServerRefusesNodePodsOverItsNATSMemory(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	err := Run(context.Background(), []string{"server", "--data-dir", dir, "--bus-nodepods-max-bytes", "300000000", "--nats-max-memory", "200000000"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "--bus-nodepods-max-bytes=300000000 does not fit") {
+		t.Fatalf("kubebus server: %v, want the limits refused", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("the refused server wrote %d entries into its data directory", len(entries))
 	}
 }

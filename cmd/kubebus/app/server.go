@@ -117,6 +117,11 @@ const shutdownGrace = 30 * time.Second
 // server, NATS, etcd.
 func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o serverOptions) error {
 	start := time.Now()
+	if o.bus.NodeMaxBytes > o.natsMemory {
+		// JetStream would refuse to create KUBE_NODEPODS, and the
+		// publisher would retry for ever.
+		return fmt.Errorf("--bus-nodepods-max-bytes=%d does not fit in the embedded NATS's memory, --nats-max-memory=%d", o.bus.NodeMaxBytes, o.natsMemory)
+	}
 	dir, err := filepath.Abs(o.dataDir)
 	if err != nil {
 		return err
