@@ -27,10 +27,11 @@
 //     (default 24h, 1 GiB). Message IDs are "r<revision>", so a retried
 //     publish is deduplicated, and the publisher fences with the expected
 //     last stream sequence, so two publishers cannot interleave.
-//   - KUBE_NODEPODS (knode.>): the per-node copy of pod events, kept in
-//     memory (see DefaultNodeMaxBytes for why), same age limit, its own
-//     byte limit. When it is lost on its own, the publisher announces a
-//     GAP on knode._gap only.
+//   - KUBE_NODEPODS (knode.>): the per-node copy of pod events, same
+//     limits; the all-in-one keeps it in memory with its own byte limit
+//     (see StreamLimits.NodePodsInMemory and DefaultNodeMaxBytes). When
+//     it is lost on its own, the publisher announces a GAP on knode._gap
+//     only.
 //   - KUBE_STATE (kstate.>, kstatenode.>): the latest event per object (one
 //     message per subject); a DELETED event stays as a tombstone that expires
 //     after an hour. A new consumer rebuilds the current state of a resource

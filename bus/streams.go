@@ -19,11 +19,18 @@ type StreamLimits struct {
 	// MaxBytes bounds KUBE_HISTORY (default 1 GiB); its oldest messages
 	// make room for new ones.
 	MaxBytes int64
-	// NodeMaxBytes bounds KUBE_NODEPODS (default DefaultNodeMaxBytes),
-	// which is kept in memory: it counts against the NATS server's
-	// JetStream memory limit, and its oldest messages make room for new
-	// ones (a kubelet that had not read them rebuilds from KUBE_STATE).
-	NodeMaxBytes int64
+	// NodePodsInMemory keeps KUBE_NODEPODS in memory, bounded by
+	// NodeMaxBytes (default DefaultNodeMaxBytes), which counts against
+	// the NATS server's JetStream memory limit; its oldest messages make
+	// room for new ones (a kubelet that had not read them rebuilds from
+	// KUBE_STATE). Otherwise the stream is on disk, bounded by MaxBytes.
+	// Only the all-in-one sets it, whose NATS runs in the API server's
+	// process and so restarts with the publisher, which then finds the
+	// stream empty; a NATS cluster keeps a memory stream's configuration
+	// across a restart of every member but not its messages, a loss the
+	// publisher cannot yet tell from a healthy stream.
+	NodePodsInMemory bool
+	NodeMaxBytes     int64
 	// StateMaxBytes bounds KUBE_STATE (default MaxBytes). The state stream
 	// holds the latest event of every object and must not drop any: when
 	// it is full, new messages are refused (DiscardNew) and the publisher
@@ -43,10 +50,10 @@ type StreamLimits struct {
 // window only holds more IDs in memory.
 const DefaultDuplicates = 2 * time.Minute
 
-// DefaultNodeMaxBytes is KUBE_NODEPODS's default size: about 40,000 pod
-// events of 1.6 kB.
+// DefaultNodeMaxBytes is KUBE_NODEPODS's default size in memory: about
+// 40,000 pod events of 1.6 kB.
 //
-// KUBE_NODEPODS is in memory because of how a kubelet reads it: each
+// KUBE_NODEPODS is better in memory because of how a kubelet reads it: each
 // kubelet's consumer is filtered to its own node, and nats-server's file
 // store finds such a consumer's next message by walking past, and
 // copying, every other node's event since its last one, so a pod event
@@ -85,11 +92,15 @@ const TombstoneTTL = time.Hour
 // streamConfigs are the three streams' configurations under l.
 func streamConfigs(l StreamLimits) []jetstream.StreamConfig {
 	l.defaults()
+	nodeStorage, nodeBytes := jetstream.FileStorage, l.MaxBytes
+	if l.NodePodsInMemory {
+		nodeStorage, nodeBytes = jetstream.MemoryStorage, l.NodeMaxBytes
+	}
 	return []jetstream.StreamConfig{
 		{Name: HistoryStream, Subjects: []string{historyPrefix + ".>", "kbus.>"}, MaxAge: l.MaxAge, MaxBytes: l.MaxBytes,
 			Storage: jetstream.FileStorage, Replicas: l.Replicas, Duplicates: l.Duplicates, AllowDirect: true, Discard: jetstream.DiscardOld},
-		{Name: NodePodsStream, Subjects: []string{nodePrefix + ".>"}, MaxAge: l.MaxAge, MaxBytes: l.NodeMaxBytes,
-			Storage: jetstream.MemoryStorage, Replicas: l.Replicas, Duplicates: l.Duplicates, AllowDirect: true, Discard: jetstream.DiscardOld},
+		{Name: NodePodsStream, Subjects: []string{nodePrefix + ".>"}, MaxAge: l.MaxAge, MaxBytes: nodeBytes,
+			Storage: nodeStorage, Replicas: l.Replicas, Duplicates: l.Duplicates, AllowDirect: true, Discard: jetstream.DiscardOld},
 		{Name: StateStream, Subjects: []string{statePrefix + ".>", stateNodePrefix + ".>"}, MaxMsgsPerSubject: 1, MaxBytes: l.StateMaxBytes,
 			Storage: jetstream.FileStorage, Replicas: l.Replicas, Duplicates: l.Duplicates, AllowMsgTTL: true, AllowDirect: true, Discard: jetstream.DiscardNew},
 	}
@@ -100,8 +111,9 @@ var StreamNames = []string{HistoryStream, NodePodsStream, StateStream}
 
 // EnsureStreams creates or updates the three streams. A stream whose
 // storage type differs from its configuration's (KUBE_NODEPODS on disk,
-// as kubebus kept it before) cannot be updated in place: it is deleted and
-// created again, which the publisher handles as a lost stream.
+// as the all-in-one kept it before) cannot be updated in place: it is
+// deleted and created again, which the publisher handles as a lost
+// stream.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, l StreamLimits) error {
 	for _, c := range streamConfigs(l) {
 		if err := ensureStorage(ctx, js, c); err != nil {

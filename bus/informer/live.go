@@ -104,7 +104,7 @@ func (i *Informer[T]) follow(ctx context.Context) error {
 			i.count.inc(outReopen)
 			i.log.Debug("live consumer reopened", "applied", i.applied)
 		}
-		if i.checkNow || time.Since(lastCheck) >= i.cfg.CheckInterval {
+		if i.checkNow || i.healNow || time.Since(lastCheck) >= i.cfg.CheckInterval {
 			i.checkNow = false
 			if err := i.check(ctx); err != nil {
 				if errors.Is(err, ErrDurableConflict) {

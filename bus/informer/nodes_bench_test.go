@@ -27,9 +27,10 @@ import (
 // walking the message block from where it stopped, and nats-server copies
 // every message it walks past, so the cost of an event grows with the
 // number of nodes. The pad, an annotation, varies the event's size.
-// store=Memory is KUBE_NODEPODS as kubebus keeps it, in memory, where
-// nats-server reads a message's subject without copying it; store=File is
-// the stream on disk, as kubebus kept it before.
+// store=Memory is KUBE_NODEPODS as the all-in-one keeps it, in memory,
+// where nats-server reads a message's subject without copying it;
+// store=File is the stream on disk, as an API server with an external
+// NATS keeps it.
 func BenchmarkNodeConsumers(b *testing.B) {
 	for _, nodes := range []int{5, 50, 500} {
 		for _, pad := range []int{0, 1024} {

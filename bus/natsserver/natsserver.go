@@ -33,9 +33,9 @@ type Config struct {
 	Port     int // 0 picks the default 4222; -1 picks a random free port
 	Host     string
 	// MaxMemory bounds what JetStream may keep in memory-backed streams
-	// on this server (default DefaultMaxMemory). KUBE_NODEPODS is one:
-	// its byte limit (bus.StreamLimits.NodeMaxBytes) must fit, since each
-	// server holding a replica reserves the whole limit.
+	// on this server (default DefaultMaxMemory). The all-in-one's
+	// KUBE_NODEPODS is one: its byte limit (bus.StreamLimits.NodeMaxBytes)
+	// must fit.
 	MaxMemory int64
 	// MaxStore bounds what JetStream may keep on disk (0: NATS's default,
 	// three quarters of the free space at start). Keep it at least the

@@ -24,28 +24,23 @@ func TestLostStreams(t *testing.T) {
 	}
 	later := t0.Add(time.Hour)
 	for _, c := range []struct {
-		name                 string
-		before, now          map[string]time.Time
-		nodeLastSeq, nodeSeq uint64
-		lastRev              int64
-		want                 []string
+		name        string
+		before, now map[string]time.Time
+		nodeLastSeq uint64
+		lastRev     int64
+		want        []string
 	}{
-		{"first open, node stream holds messages", nil, all(t0), 40, 0, 10, nil},
-		{"first open, node stream empty, history not", nil, all(later), 0, 0, 10, []string{bus.NodePodsStream}},
-		{"first open, both empty", nil, all(later), 0, 0, 0, nil},
-		{"reopen, nothing changed", all(t0), all(t0), 40, 40, 10, nil},
-		{"reopen, node stream recreated", all(t0), all(later), 40, 40, 10, []string{bus.NodePodsStream}},
-		{"reopen, node stream emptied in place", all(t0), all(t0), 0, 40, 10, []string{bus.NodePodsStream}},
-		{"reopen, node stream behind what was stored", all(t0), all(t0), 12, 40, 10, []string{bus.NodePodsStream}},
-		{"reopen, node stream empty and never written", all(t0), all(t0), 0, 0, 10, nil},
-		{"reopen, every stream recreated", all(t0), map[string]time.Time{bus.HistoryStream: later, bus.StateStream: later, bus.NodePodsStream: later}, 0, 40, 10,
+		{"first open, node stream holds messages", nil, all(t0), 40, 10, nil},
+		{"first open, node stream never held one, history has revisions", nil, all(later), 0, 10, []string{bus.NodePodsStream}},
+		{"first open, both empty", nil, all(later), 0, 0, nil},
+		{"reopen, nothing changed", all(t0), all(t0), 40, 10, nil},
+		{"reopen, node stream recreated", all(t0), all(later), 0, 10, []string{bus.NodePodsStream}},
+		{"reopen, every stream recreated", all(t0), map[string]time.Time{bus.HistoryStream: later, bus.StateStream: later, bus.NodePodsStream: later}, 0, 10,
 			[]string{bus.HistoryStream, bus.NodePodsStream, bus.StateStream}},
-		{"reopen, state recreated", all(t0), map[string]time.Time{bus.HistoryStream: t0, bus.StateStream: later, bus.NodePodsStream: t0}, 40, 40, 10, []string{bus.StateStream}},
-		{"reopen, state recreated, node stream emptied", all(t0), map[string]time.Time{bus.HistoryStream: t0, bus.StateStream: later, bus.NodePodsStream: t0}, 0, 40, 10,
-			[]string{bus.NodePodsStream, bus.StateStream}},
+		{"reopen, state recreated", all(t0), map[string]time.Time{bus.HistoryStream: t0, bus.StateStream: later, bus.NodePodsStream: t0}, 40, 10, []string{bus.StateStream}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := lostStreams(c.before, c.now, c.nodeLastSeq, c.nodeSeq, c.lastRev)
+			got := lostStreams(c.before, c.now, c.nodeLastSeq, c.lastRev)
 			slices.Sort(got)
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("lostStreams = %v, want %v", got, c.want)
@@ -163,8 +158,8 @@ func TestPublisherRefillsLostNodePods(t *testing.T) {
 	waitNodeRev(t, js, bus.NodeSubject("n1", "ns", "p"), r4)
 	checkNodeRefill(ctx, t, js, r3, []int64{r3, r4})
 
-	// While no publisher runs: the next one finds the stream younger
-	// than the history's last message.
+	// While no publisher runs: the next one finds the stream empty while
+	// the history holds revisions.
 	stop()
 	if err := js.DeleteStream(ctx, bus.NodePodsStream); err != nil {
 		t.Fatal(err)
@@ -187,51 +182,44 @@ func TestPublisherRefillsLostNodePods(t *testing.T) {
 	checkNodeRefill(ctx, t, js, r4, []int64{r4, r5, r6})
 }
 
-// TestEnsureStreamsMovesNodePodsToMemory: a KUBE_NODEPODS on disk, as
-// kubebus created it before, is replaced by one in memory; the other
-// streams keep what they hold.
-func TestEnsureStreamsMovesNodePodsToMemory(t *testing.T) {
+// TestEnsureStreamsMovesNodePods: the all-in-one's limits keep
+// KUBE_NODEPODS in memory, and a stream on disk, as kubebus created it
+// before, is replaced by one in memory; other limits move it back to
+// disk. The other streams keep what they hold.
+func TestEnsureStreamsMovesNodePods(t *testing.T) {
 	_, js := startNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := bus.EnsureStreams(ctx, js, bus.StreamLimits{}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := js.Stream(ctx, bus.NodePodsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.CachedInfo().Config
-	if cfg.Storage != jetstream.MemoryStorage || cfg.MaxBytes != bus.DefaultNodeMaxBytes {
-		t.Fatalf("KUBE_NODEPODS: storage %s, %d bytes; want memory, %d", cfg.Storage, cfg.MaxBytes, bus.DefaultNodeMaxBytes)
-	}
-	if err := js.DeleteStream(ctx, bus.NodePodsStream); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Storage, cfg.MaxBytes = jetstream.FileStorage, 1<<30
-	if _, err := js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := js.Publish(ctx, "kube.core.configmaps.ns.c", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
-	if err := bus.EnsureStreams(ctx, js, bus.StreamLimits{}); err != nil {
-		t.Fatalf("EnsureStreams over a KUBE_NODEPODS on disk: %v", err)
+	check := func(l bus.StreamLimits, storage jetstream.StorageType, bytes int64) {
+		t.Helper()
+		if err := bus.EnsureStreams(ctx, js, l); err != nil {
+			t.Fatalf("EnsureStreams(%+v): %v", l, err)
+		}
+		st, err := js.Stream(ctx, bus.NodePodsStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := st.CachedInfo().Config; cfg.Storage != storage || cfg.MaxBytes != bytes {
+			t.Fatalf("KUBE_NODEPODS with %+v: storage %s, %d bytes; want %s, %d", l, cfg.Storage, cfg.MaxBytes, storage, bytes)
+		}
+		hist, err := js.Stream(ctx, bus.HistoryStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := hist.CachedInfo().State.Msgs; n != 1 {
+			t.Fatalf("KUBE_HISTORY holds %d messages, want the 1 published", n)
+		}
 	}
-	st, err = js.Stream(ctx, bus.NodePodsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := st.CachedInfo().Config.Storage; got != jetstream.MemoryStorage {
-		t.Fatalf("KUBE_NODEPODS storage %s after EnsureStreams, want memory", got)
-	}
-	hist, err := js.Stream(ctx, bus.HistoryStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := hist.CachedInfo().State.Msgs; n != 1 {
-		t.Fatalf("KUBE_HISTORY holds %d messages after EnsureStreams, want the 1 published", n)
-	}
+	check(bus.StreamLimits{}, jetstream.FileStorage, 1<<30)
+	check(bus.StreamLimits{NodePodsInMemory: true}, jetstream.MemoryStorage, bus.DefaultNodeMaxBytes)
+	check(bus.StreamLimits{NodePodsInMemory: true, NodeMaxBytes: 32 << 20}, jetstream.MemoryStorage, 32<<20)
+	check(bus.StreamLimits{}, jetstream.FileStorage, 1<<30)
 }
 
 // dropNodesJS deletes KUBE_NODEPODS when the publisher sends the node

@@ -78,7 +78,11 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 		if ch.Revision > chain {
 			it.msg = eventMsg(bus.NodeSubject(r.node, k.Namespace, k.Name), r.ev, r.data, chain)
 			it.id = "r" + strconv.FormatInt(ch.Revision, 10) + "/" + r.node
-			it.msgF = p.sendAsync(it.msg, jetstream.WithMsgID(it.id))
+			// No retry by the client when the stream does not answer:
+			// a retry would store the message late, after the stream
+			// was lost and recreated and the node GAP sent (nodeGap);
+			// the publisher sends again from the failed change itself.
+			it.msgF = p.sendAsync(it.msg, jetstream.WithMsgID(it.id), jetstream.WithRetryAttempts(0))
 			p.chains[it.filter] = ch.Revision
 		}
 		it.state = eventMsg(bus.StateNodeSubject(r.node, k.Namespace, k.Name), r.ev, r.data, 0)

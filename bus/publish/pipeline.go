@@ -141,16 +141,9 @@ func (p *Publisher) settle(ctx context.Context, pd *pending) error {
 	if pd.node != nil {
 		for _, it := range pd.node.items {
 			if it.msg != nil {
-				ack, err := awaitAck(ctx, it.msgF)
-				if err != nil {
+				if _, err := awaitAck(ctx, it.msgF); err != nil {
 					return fail(err)
 				}
-				if !ack.Duplicate && ack.Sequence <= p.nodeSeq {
-					// KUBE_NODEPODS started again under us (see
-					// lostStreams); the stream check finds it.
-					return fail(fmt.Errorf("%s stored a new message at sequence %d, after %d", ack.Stream, ack.Sequence, p.nodeSeq))
-				}
-				p.nodeSeq = max(p.nodeSeq, ack.Sequence)
 			}
 			if _, err := awaitAck(ctx, it.stateF); err != nil {
 				return fail(err)

@@ -62,9 +62,6 @@ type Publisher struct {
 	// nodeFloor is floor for KUBE_NODEPODS's chains alone, after a GAP
 	// on that stream only (nodeGap).
 	nodeFloor int64
-	// nodeSeq is the highest sequence KUBE_NODEPODS acknowledged since it
-	// was last found lost: a lower one means it lost its messages.
-	nodeSeq uint64
 
 	// the pipeline (pipeline.go): what was sent and not yet confirmed
 	sentRev  int64

@@ -59,7 +59,7 @@ func (p *Publisher) reseed(ctx context.Context, reason string) error {
 		return err
 	}
 	// Every chain restarts after the gap.
-	p.chains, p.floor, p.nodeSeq = map[string]int64{}, rev, 0
+	p.chains, p.floor = map[string]int64{}, rev
 	return nil
 }
 
@@ -81,6 +81,11 @@ func (p *Publisher) nodeGap(ctx context.Context, reason string) error {
 		from, p.resumeFrom = p.failedRev, p.failedRev
 	}
 	rev := from - 1
+	for filter := range p.chains {
+		if bus.IsNodeFilter(filter) {
+			delete(p.chains, filter)
+		}
+	}
 	if rev < 1 {
 		return nil // nothing was published before the resume point
 	}
@@ -112,12 +117,7 @@ func (p *Publisher) nodeGap(ctx context.Context, reason string) error {
 			return err
 		}
 	}
-	for filter := range p.chains {
-		if bus.IsNodeFilter(filter) {
-			delete(p.chains, filter)
-		}
-	}
-	p.nodeFloor, p.nodeSeq = max(rev, last), 0
+	p.nodeFloor = max(rev, last)
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -55,7 +54,7 @@ func (p *Publisher) openStreamsOnce(ctx context.Context) error {
 	if err := p.retry(ctx, "reading the stream cursor", func() error { return p.loadCursor(ctx) }); err != nil {
 		return err
 	}
-	switch lost := lostStreams(p.created, created, nodeLastSeq, p.nodeSeq, p.lastRev); {
+	switch lost := lostStreams(p.created, created, nodeLastSeq, p.lastRev); {
 	case len(lost) == 0:
 	case len(lost) == 1 && lost[0] == bus.NodePodsStream:
 		// KUBE_STATE holds every node's pods: only the kubelets, which
@@ -79,29 +78,27 @@ func (p *Publisher) openStreamsOnce(ctx context.Context) error {
 // lostStreams names the streams that lost what they held since this
 // publisher last opened them. before is their creation times then (nil
 // on its first open), now their creation times now; nodeLastSeq is
-// KUBE_NODEPODS's last sequence now and nodeSeq the highest this
-// publisher had stored there; lastRev is the history's last revision.
+// KUBE_NODEPODS's last sequence now; lastRev is the history's last
+// revision.
 //
-// A stream created again was lost. KUBE_NODEPODS is kept in memory, and
-// can lose its messages without being created again: a NATS cluster
-// keeps a stream's configuration and creation time on disk, not a memory
-// stream's messages. So it was also lost when its sequences went back
-// below what this publisher stored, or, on the first open, when it never
-// held a message while the history holds revisions (the all-in-one's
-// NATS, in process, restarted with it; or the stream was moved to memory;
-// at worst, a cluster without a bound pod yet gets one needless GAP).
-func lostStreams(before, now map[string]time.Time, nodeLastSeq, nodeSeq uint64, lastRev int64) []string {
-	var lost []string
-	if before != nil {
-		for _, name := range bus.StreamNames {
-			if !now[name].Equal(before[name]) {
-				lost = append(lost, name)
-			}
+// While a publisher runs, a stream created again was lost. At its first
+// open, KUBE_NODEPODS was lost when it never held a message while the
+// history holds revisions: the all-in-one keeps it in memory, and its
+// NATS, in process, restarted with the publisher (or the stream was just
+// moved between disk and memory). At worst, a cluster without a bound
+// pod yet gets one needless GAP.
+func lostStreams(before, now map[string]time.Time, nodeLastSeq uint64, lastRev int64) []string {
+	if before == nil {
+		if nodeLastSeq == 0 && lastRev > 0 {
+			return []string{bus.NodePodsStream}
 		}
+		return nil
 	}
-	nodesEmptied := nodeLastSeq < nodeSeq || (before == nil && nodeLastSeq == 0 && lastRev > 0)
-	if nodesEmptied && !slices.Contains(lost, bus.NodePodsStream) {
-		lost = append(lost, bus.NodePodsStream)
+	var lost []string
+	for _, name := range bus.StreamNames {
+		if !now[name].Equal(before[name]) {
+			lost = append(lost, name)
+		}
 	}
 	return lost
 }
@@ -138,8 +135,6 @@ func (p *Publisher) checkStreams(ctx context.Context) error {
 			return fmt.Errorf("reading %s: %w", name, err)
 		case !st.CachedInfo().Created.Equal(p.created[name]):
 			return permanent(fmt.Errorf("%w: %s was created again at %s", errStreamsReset, name, st.CachedInfo().Created.Format(time.RFC3339Nano)))
-		case name == bus.NodePodsStream && st.CachedInfo().State.LastSeq < p.nodeSeq:
-			return permanent(fmt.Errorf("%w: %s ends at sequence %d, before %d that it stored", errStreamsReset, name, st.CachedInfo().State.LastSeq, p.nodeSeq))
 		}
 	}
 	return nil

@@ -99,7 +99,7 @@ func addWatchCacheFlag(f *pflag.FlagSet, n *int64) {
 func addBusFlags(f *pflag.FlagSet, l *bus.StreamLimits) {
 	f.DurationVar(&l.MaxAge, "bus-history-max-age", 24*time.Hour, "how long the bus keeps history")
 	f.Int64Var(&l.MaxBytes, "bus-history-max-bytes", 1<<30, "how many bytes of history the bus keeps")
-	f.Int64Var(&l.NodeMaxBytes, "bus-nodepods-max-bytes", bus.DefaultNodeMaxBytes, "how many bytes of per-node pod events the bus keeps, in NATS's memory (a kubelet that falls further behind rebuilds from the latest-state stream)")
+	f.Int64Var(&l.NodeMaxBytes, "bus-nodepods-max-bytes", bus.DefaultNodeMaxBytes, "kubebus server: how many bytes of per-node pod events the bus keeps in the embedded NATS's memory (a kubelet that falls further behind rebuilds from the latest-state stream); with an external NATS they are on disk, within --bus-history-max-bytes")
 	f.Int64Var(&l.StateMaxBytes, "bus-state-max-bytes", 0, "how many bytes the bus's latest-state stream may hold (0: as --bus-history-max-bytes); when full, the publisher stalls and /readyz says so")
 	f.DurationVar(&l.Duplicates, "bus-dedupe-window", bus.DefaultDuplicates, "how long the bus remembers message IDs to drop a retried publish (held in memory)")
 	f.IntVar(&l.Replicas, "bus-replicas", 1, "copies the bus keeps of each stream: 3 on a NATS cluster of three (kubebus nats), so the bus survives the loss of a member")

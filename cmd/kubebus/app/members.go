@@ -143,7 +143,7 @@ system:kubebus:nats-route); the API server then makes its streams with
 	f.StringVar(&o.host, "host", "127.0.0.1", "the address clients (and routes) connect to")
 	f.IntVar(&o.port, "port", 4222, "client port (-1 picks a free one)")
 	f.Int64Var(&o.maxStore, "max-store", 0, "bytes JetStream may keep on disk (0: NATS's default)")
-	f.Int64Var(&o.maxMemory, "max-memory", natsserver.DefaultMaxMemory, "bytes JetStream may keep in memory: KUBE_NODEPODS (the API server's --bus-nodepods-max-bytes) must fit")
+	f.Int64Var(&o.maxMemory, "max-memory", natsserver.DefaultMaxMemory, "bytes JetStream may keep in memory-backed streams (kubebus's streams on an external NATS are on disk)")
 	f.StringVar(&o.caFile, "ca-file", "", "the cluster CA certificate: clients' and routes' certificates must chain to it")
 	f.StringVar(&o.certFile, "cert-file", "", "the serving certificate (of the cluster CA), also shown to routes")
 	f.StringVar(&o.keyFile, "key-file", "", "the key of --cert-file")

@@ -117,6 +117,16 @@ const shutdownGrace = 30 * time.Second
 // server, NATS, etcd.
 func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o serverOptions) error {
 	start := time.Now()
+	// The all-in-one's NATS runs in this process and restarts with the
+	// publisher, which then finds KUBE_NODEPODS empty and sends the
+	// kubelets back to KUBE_STATE: the stream can live in memory.
+	o.bus.NodePodsInMemory = true
+	if o.bus.NodeMaxBytes <= 0 {
+		o.bus.NodeMaxBytes = bus.DefaultNodeMaxBytes
+	}
+	if o.natsMemory <= 0 {
+		o.natsMemory = natsserver.DefaultMaxMemory
+	}
 	if o.bus.NodeMaxBytes > o.natsMemory {
 		// JetStream would refuse to create KUBE_NODEPODS, and the
 		// publisher would retry for ever.
