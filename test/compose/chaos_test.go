@@ -974,7 +974,22 @@ func (c *chaosRun) killNode(t *testing.T) {
 }
 
 func (c *chaosRun) pauseNode(t *testing.T) {
-	c.s.Docker(t, "pause", c.s.Container("node-0"))
+	// runc freezes the container's cgroup and gives up when a process
+	// does not stop in time ("unable to freeze"), which a node busy
+	// starting containers can cause under CI load; the pause is tried
+	// again, and the test fails if it never takes.
+	id := c.s.Container("node-0")
+	for attempt := 1; ; attempt++ {
+		out, err := exec.Command("docker", "pause", id).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if attempt == 5 || !strings.Contains(string(out), "unable to freeze") {
+			t.Fatalf("docker pause %s (attempt %d): %v\n%s", id, attempt, err, out)
+		}
+		t.Logf("docker pause %s (attempt %d): %s; trying again", id, attempt, strings.TrimSpace(string(out)))
+		time.Sleep(2 * time.Second)
+	}
 	time.Sleep(pauseFor)
 	c.s.Docker(t, "unpause", c.s.Container("node-0"))
 	resumed := time.Now()
