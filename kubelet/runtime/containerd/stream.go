@@ -208,6 +208,13 @@ func (r *Runtime) Attach(ctx context.Context, id string, stdin io.Reader, out io
 	if err != nil {
 		return fmt.Errorf("containerd: attach to container %s: %w", id, err)
 	}
+	// The output is followed from before the first input is forwarded: an
+	// answer written to the log before the log was opened would be lost.
+	logf, off, err := openAtEnd(st.LogPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
 	kctx := context.WithoutCancel(nctx)
 	tty := labels[labelTTY] == "true"
 	var inputEnded chan struct{}
@@ -249,12 +256,7 @@ func (r *Runtime) Attach(ctx context.Context, id string, stdin io.Reader, out io
 		s, err := r.ContainerStatus(context.WithoutCancel(ctx), id)
 		return err == nil && s.State == runtime.ContainerRunning
 	}
-	f, off, err := openAtEnd(st.LogPath)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return followFrom(ctx, f, off, out, running, inputEnded, attachPoll)
+	return followFrom(ctx, logf, off, out, running, inputEnded, attachPoll)
 }
 
 // openAtEnd opens the log at path for following from its current end.
