@@ -23,7 +23,8 @@ import (
 func TestIntegrationKubeletsFollowAServerRestart(t *testing.T) {
 	harness.SkipShort(t)
 	// Fixed ports, so that the kubelets find the server again.
-	s := harness.StartServer(t, "", "--secure-port", fmt.Sprint(harness.FreePort(t)), "--nats-port", fmt.Sprint(harness.FreePort(t)))
+	ports := harness.FreePorts(t, 2)
+	s := harness.StartServer(t, "", "--secure-port", fmt.Sprint(ports[0]), "--nats-port", fmt.Sprint(ports[1]))
 	nodes := harness.StartHollowNodes(t, s, 2)
 	cs := s.Clientset(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

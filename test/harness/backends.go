@@ -32,6 +32,24 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a
+// moment ago. It holds each listener until all are chosen: ports asked
+// for one at a time can come back twice, since the kernel may hand out a
+// port again as soon as its listener is closed.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
 // StartEtcd runs an etcd member in the test process that keeps all history.
 func StartEtcd(t testing.TB) *embedded.Etcd {
 	t.Helper()
