@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/kubebus/kubebus/bus/busauth"
 	"github.com/kubebus/kubebus/bus/natsserver"
 	"github.com/kubebus/kubebus/bus/natsserver/natstest"
+	"github.com/kubebus/kubebus/test/harness"
 )
 
 // TestClusterRoutes: the members of a NATS cluster on loopback join over
@@ -25,21 +25,8 @@ func TestClusterRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports := map[string]int{}
-	// Every listener stays open until all three ports are chosen, so the
-	// kernel cannot hand one port out twice.
-	var held []net.Listener
-	for _, name := range []string{"a", "b", "c"} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, l)
-		ports[name] = l.Addr().(*net.TCPAddr).Port
-	}
-	for _, l := range held {
-		l.Close()
-	}
+	free := harness.FreePorts(t, 3)
+	ports := map[string]int{"a": free[0], "b": free[1], "c": free[2]}
 	route := func(name string) string { return fmt.Sprintf("nats-route://127.0.0.1:%d", ports[name]) }
 	member := func(name string, routes []string, user string, groups ...string) natsserver.Config {
 		cert, key, err := ca.IssueClient(user, groups)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/apiserver/storage/embedded"
+	"github.com/kubebus/kubebus/test/harness"
 )
 
 // refuseWithin bounds how long a refused client may take to fail.
@@ -186,7 +187,7 @@ func TestIntegrationPlainDataDirRestartsWithTLS(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "etcd")
-	peerPort := freePorts(t, 1)[0]
+	peerPort := harness.FreePorts(t, 1)[0]
 	plain, err := embedded.Start(ctx, embedded.Config{Dir: data, PeerPort: peerPort})
 	if err != nil {
 		t.Fatal(err)
@@ -262,22 +263,6 @@ func TestStartRejectsBadTLSFiles(t *testing.T) {
 	}
 }
 
-// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a
-// moment ago.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
 // TestIntegrationThreeMemberTLSCluster runs three members on loopback with
 // peer TLS: they elect one leader, and a key written through one member is
 // read through each of the others.
@@ -288,7 +273,7 @@ func TestIntegrationThreeMemberTLSCluster(t *testing.T) {
 	dir := t.TempDir()
 	eb := ensureEtcdPKI(t, dir)
 	const n = 3
-	ports := freePorts(t, 2*n)
+	ports := harness.FreePorts(t, 2*n)
 	names := []string{"m0", "m1", "m2"}
 	var initial []string
 	for i, name := range names {

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,25 +19,8 @@ import (
 	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/busauth"
+	"github.com/kubebus/kubebus/test/harness"
 )
-
-// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a
-// moment ago. It holds every listener until all n are chosen: closing each
-// at once let the kernel hand the same port out twice, and two members
-// were given one peer port.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
 
 func copyFiles(t *testing.T, from, to string, names ...string) {
 	t.Helper()
@@ -98,7 +80,7 @@ func TestIntegrationEtcdMembers(t *testing.T) {
 	names := []string{"e0", "e1", "e2"}
 	client, peer := map[string]int{}, map[string]int{}
 	var initial []string
-	ports := freePorts(t, 2*len(names))
+	ports := harness.FreePorts(t, 2*len(names))
 	for i, n := range names {
 		client[n], peer[n] = ports[2*i], ports[2*i+1]
 		initial = append(initial, fmt.Sprintf("%s=https://127.0.0.1:%d", n, peer[n]))
@@ -186,7 +168,7 @@ func TestIntegrationNATSMembers(t *testing.T) {
 	}
 	names := []string{"n0", "n1", "n2"}
 	port, route := map[string]int{}, map[string]int{}
-	ports := freePorts(t, 2*len(names))
+	ports := harness.FreePorts(t, 2*len(names))
 	for i, n := range names {
 		port[n], route[n] = ports[2*i], ports[2*i+1]
 	}
