@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,25 +199,11 @@ func TestIntegrationAPIServers(t *testing.T) {
 	}
 }
 
-// freeLoopbackPort returns a port that was free on 127.0.0.1 a moment ago.
-func freeLoopbackPort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
-
 // startServerWithEtcdPort starts `kubebus server` with its embedded etcd on
 // a known port and returns the server and the etcd client URL.
 func startServerWithEtcdPort(t testing.TB) (*harness.Server, string) {
 	t.Helper()
-	port := freeLoopbackPort(t)
+	port := harness.FreePort(t)
 	s := harness.StartServer(t, "", "--disable-controller-manager", "--disable-scheduler", noServiceAccounts, "--etcd-client-port", strconv.Itoa(port))
 	return s, fmt.Sprintf("https://127.0.0.1:%d", port)
 }

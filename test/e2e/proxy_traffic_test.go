@@ -68,7 +68,7 @@ func newProxyBed(t *testing.T) *proxyBed {
 
 	pb.s = harness.StartServer(t, "", "--disable-controller-manager", noServiceAccounts)
 	pb.cs = pb.s.Clientset(t)
-	pb.metricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freeLoopbackPort(t)))
+	pb.metricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(harness.FreePort(t)))
 	pb.proxy = harness.StartProcess(t, "proxy", "--kubeconfig", pb.s.Kubeconfig, "--nats-url", pb.s.BusURL(t), "--node-netns", nodePath,
 		"--hostname-override", "proxy-traffic", "--metrics-bind-address", pb.metricsAddr)
 
