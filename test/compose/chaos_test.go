@@ -979,17 +979,17 @@ func (c *chaosRun) pauseNode(t *testing.T) {
 	// starting containers can cause under CI load; the pause is tried
 	// again, and the test fails if it never takes.
 	id := c.s.Container("node-0")
-	for attempt := 1; ; attempt++ {
+	eventually(t, 10*time.Second, "docker pause "+id, func() error {
 		out, err := exec.Command("docker", "pause", id).CombinedOutput()
 		if err == nil {
-			break
+			return nil
 		}
-		if attempt == 5 || !strings.Contains(string(out), "unable to freeze") {
-			t.Fatalf("docker pause %s (attempt %d): %v\n%s", id, attempt, err, out)
+		if !strings.Contains(string(out), "unable to freeze") {
+			t.Fatalf("docker pause %s: %v\n%s", id, err, out)
 		}
-		t.Logf("docker pause %s (attempt %d): %s; trying again", id, attempt, strings.TrimSpace(string(out)))
-		time.Sleep(2 * time.Second)
-	}
+		t.Logf("docker pause %s: %s; trying again", id, strings.TrimSpace(string(out)))
+		return fmt.Errorf("docker pause: %v: %s", err, strings.TrimSpace(string(out)))
+	})
 	time.Sleep(pauseFor)
 	c.s.Docker(t, "unpause", c.s.Container("node-0"))
 	resumed := time.Now()
