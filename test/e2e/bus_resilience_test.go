@@ -215,11 +215,17 @@ func TestIntegrationBusStoreFull(t *testing.T) {
 	subj := bus.StateSubject(bus.ObjectKey{Resource: "configmaps", Namespace: ns, Name: "after-full"})
 	var st jetstream.Stream
 	harness.Eventually(t, 90*time.Second, func() error {
+		// Each attempt has its own deadline: a JetStream API request
+		// that arrives while the server restarts JetStream (as it does
+		// once the disk has room) can go unanswered, and would otherwise
+		// hold the test until ctx expires.
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		var err error
-		if st, err = js.Stream(ctx, bus.StateStream); err != nil {
+		if st, err = js.Stream(actx, bus.StateStream); err != nil {
 			return err
 		}
-		if _, err := st.GetLastMsgForSubject(ctx, subj); err != nil {
+		if _, err := st.GetLastMsgForSubject(actx, subj); err != nil {
 			return fmt.Errorf("after-full on the bus: %w", err)
 		}
 		if code, b := readyz(); code != 200 {
