@@ -234,7 +234,10 @@ func TestIntegrationBusStoreFull(t *testing.T) {
 		return nil
 	})
 	for _, name := range created {
-		if _, err := st.GetLastMsgForSubject(ctx, bus.StateSubject(bus.ObjectKey{Resource: "configmaps", Namespace: ns, Name: name})); err != nil {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := st.GetLastMsgForSubject(actx, bus.StateSubject(bus.ObjectKey{Resource: "configmaps", Namespace: ns, Name: name}))
+		cancel()
+		if err != nil {
 			t.Errorf("%s is not on the bus after it caught up: %v", name, err)
 		}
 	}
