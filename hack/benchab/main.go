@@ -6,9 +6,10 @@
 //
 // On a shared 2-core VM one configuration's runs spread by ±20%, so a
 // difference of a few percent shows only over many interleaved rounds.
-// Each round runs the configurations in an order drawn afresh (from the
-// round's number), so none always runs first after a quiet spell or
-// right after the same other one. It is how the comparisons of
+// Each round runs the configurations in an order drawn afresh (from
+// -seed and the round's number), so none always runs first after a quiet
+// spell or right after the same other one; sets that will be pooled
+// should each have their own -seed. It is how the comparisons of
 // docs/benchmarks.md are made, e.g. issue 13's goal:
 //
 //	make build
@@ -98,6 +99,7 @@ func run() error {
 		bin     = flag.String("bin", "", "the kubebus binary for every configuration that names none")
 		bench   = flag.String("bench", "NodeLoadCreates$", "the benchmark (a -test.bench pattern matching one)")
 		rounds  = flag.Int("rounds", 10, "rounds; each runs every configuration once")
+		seed    = flag.Int64("seed", 0, "draws the rounds' orders: give each set of a comparison its own")
 		unit    = flag.String("unit", "creates/s", "the metric the configurations are compared on")
 		out     = flag.String("out", "", "write every result line to this new file")
 		from    = flag.String("from", "", "summarise this -out file instead of running")
@@ -157,7 +159,7 @@ func run() error {
 	defer stop()
 	var rs []result
 	for r := 0; r < *rounds; r++ {
-		for _, i := range roundOrder(r, len(cs)) {
+		for _, i := range roundOrder(*seed, r, len(cs)) {
 			c := cs[i]
 			m, line, err := runOnce(ctx, test, *bench, c)
 			if err != nil {

@@ -103,12 +103,13 @@ func pairedRatios(rs []result, a, b, unit string) []float64 {
 	return out
 }
 
-// roundOrder is the order the n configurations run in round r: a
-// permutation drawn afresh each round (from the round's number, so a set
-// can be repeated), so no configuration always follows the same other
+// roundOrder is the order the n configurations run in round r of the set
+// with seed: a permutation drawn afresh each round (from the seed and the
+// round's number, so a set can be repeated, and a set with another seed
+// gets other orders), so no configuration always follows the same other
 // one and nothing left over from one run is borne by one configuration.
-func roundOrder(r, n int) []int {
-	return rand.New(rand.NewSource(int64(r) + 1)).Perm(n)
+func roundOrder(seed int64, r, n int) []int {
+	return rand.New(rand.NewSource(seed*1_000_003 + int64(r) + 1)).Perm(n)
 }
 
 // hasUnit reports whether any result has unit.

@@ -122,7 +122,7 @@ func TestParseRecord(t *testing.T) {
 func TestRoundOrder(t *testing.T) {
 	orders := map[string]bool{}
 	for r := 0; r < 20; r++ {
-		o := roundOrder(r, 4)
+		o := roundOrder(0, r, 4)
 		seen := map[int]bool{}
 		for _, i := range o {
 			if i < 0 || i >= 4 || seen[i] {
@@ -130,13 +130,23 @@ func TestRoundOrder(t *testing.T) {
 			}
 			seen[i] = true
 		}
-		if len(o) != 4 || !slices.Equal(o, roundOrder(r, 4)) {
-			t.Fatalf("round %d: %v, then %v", r, o, roundOrder(r, 4))
+		if len(o) != 4 || !slices.Equal(o, roundOrder(0, r, 4)) {
+			t.Fatalf("round %d: %v, then %v", r, o, roundOrder(0, r, 4))
 		}
 		orders[fmt.Sprint(o)] = true
 	}
 	if len(orders) < 5 {
 		t.Fatalf("20 rounds used only %d orders", len(orders))
+	}
+	// Another seed draws other orders for the same rounds.
+	same := 0
+	for r := 0; r < 20; r++ {
+		if slices.Equal(roundOrder(0, r, 4), roundOrder(1, r, 4)) {
+			same++
+		}
+	}
+	if same > 10 {
+		t.Fatalf("seeds 0 and 1 gave the same order in %d of 20 rounds", same)
 	}
 }
 
