@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -49,7 +50,9 @@ func (s *Server) authorizeNonResource(next http.Handler) http.Handler {
 // authorized asks the authorizer about a; when the answer is not Allow it
 // writes the error (403 with upstream's message, or 500) and returns false.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request, a auth.Attributes) bool {
+	start := time.Now()
 	dec, reason, err := s.cfg.Authorizer.Authorize(r.Context(), a)
+	s.cfg.Metrics.observeAuthorization(dec, err, time.Since(start))
 	if dec == auth.Allow {
 		return true
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kubebus/kubebus/apiserver/auth"
 	"github.com/kubebus/kubebus/internal/crash"
 )
 
@@ -21,6 +22,15 @@ type Metrics struct {
 	// watchRejected counts watches refused because their user held
 	// Config.MaxWatchesPerUser already.
 	watchRejected prometheus.Counter
+
+	// Authentication, authorization and admission, under upstream's
+	// names, labels and buckets.
+	authnAttempts   *prometheus.CounterVec
+	authnLatency    *prometheus.HistogramVec
+	authzAttempts   *prometheus.CounterVec
+	authzLatency    *prometheus.HistogramVec
+	admissionPlugin *prometheus.HistogramVec
+	admissionStep   *prometheus.HistogramVec
 }
 
 // NewMetrics creates the metrics with upstream's names.
@@ -45,12 +55,41 @@ func NewMetrics() *Metrics {
 			Name: "kubebus_apiserver_watches_rejected_total",
 			Help: "Watches refused with 429 because their user held the most concurrent watches one user may.",
 		}),
+		authnAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "authentication_attempts",
+			Help: "Counter of authenticated attempts, by result (success, failure, error).",
+		}, []string{"result"}),
+		authnLatency: byResult("authentication_duration_seconds", "Authentication duration in seconds broken out by result."),
+		authzAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "authorization_attempts_total",
+			Help: "Counter of authorization attempts broken down by result. It can be either 'allowed', 'denied', 'no-opinion' or 'error'.",
+		}, []string{"result"}),
+		authzLatency: byResult("authorization_duration_seconds", "Authorization duration in seconds broken out by result."),
+		admissionPlugin: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_admission_controller_admission_duration_seconds",
+			Help:    "Admission controller latency histogram in seconds, identified by name and broken out for each operation and type (validate or admit).",
+			Buckets: []float64{0.005, 0.025, 0.1, 0.5, 1.0, 2.5},
+		}, []string{"name", "type", "operation", "rejected"}),
+		admissionStep: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_admission_step_admission_duration_seconds",
+			Help:    "Admission sub-step latency histogram in seconds, broken out for each operation and step type (validate or admit).",
+			Buckets: []float64{0.005, 0.025, 0.1, 0.5, 1.0, 2.5},
+		}, []string{"type", "operation", "rejected"}),
 	}
 	// Panics recovered anywhere in the process (internal/crash).
 	_ = crash.Register(m.Registry)
 	m.Registry.MustRegister(m.requests, m.latency, m.etcd, m.watchRejected,
+		m.authnAttempts, m.authnLatency, m.authzAttempts, m.authzLatency, m.admissionPlugin, m.admissionStep,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// byResult is a latency histogram by result, with upstream's buckets for
+// authentication and authorization (1 ms doubling to about 16 s).
+func byResult(name, help string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: name, Help: help, Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+	}, []string{"result"})
 }
 
 // ObserveEtcd records one etcd request; pass it as storage.Config.Observe.
@@ -66,6 +105,47 @@ func (m *Metrics) observeRequest(verb, resource, sub string, code int, d time.Du
 	if verb != "watch" {
 		m.latency.WithLabelValues(verb, resource, sub).Observe(d.Seconds())
 	}
+}
+
+// observeAuthentication records one authentication: result is success,
+// failure (no credential, or one no authenticator knows) or error.
+func (m *Metrics) observeAuthentication(result string, d time.Duration) {
+	m.authnAttempts.WithLabelValues(result).Inc()
+	m.authnLatency.WithLabelValues(result).Observe(d.Seconds())
+}
+
+// observeAuthorization records one authorizer decision.
+func (m *Metrics) observeAuthorization(dec auth.Decision, err error, d time.Duration) {
+	result := "no-opinion"
+	switch {
+	case dec == auth.Allow:
+		result = "allowed"
+	case dec == auth.Deny:
+		result = "denied"
+	case err != nil:
+		result = "error"
+	}
+	m.authzAttempts.WithLabelValues(result).Inc()
+	m.authzLatency.WithLabelValues(result).Observe(d.Seconds())
+}
+
+// ObserveAdmissionPlugin implements admission.Recorder.
+func (m *Metrics) ObserveAdmissionPlugin(name string, validating bool, op auth.Operation, rejected bool, d time.Duration) {
+	m.admissionPlugin.WithLabelValues(name, admissionType(validating), string(op), strconv.FormatBool(rejected)).Observe(d.Seconds())
+}
+
+// ObserveAdmissionStep implements admission.Recorder.
+func (m *Metrics) ObserveAdmissionStep(validating bool, op auth.Operation, rejected bool, d time.Duration) {
+	m.admissionStep.WithLabelValues(admissionType(validating), string(op), strconv.FormatBool(rejected)).Observe(d.Seconds())
+}
+
+// admissionType is upstream's type label: admit for mutating, validate
+// for validating.
+func admissionType(validating bool) string {
+	if validating {
+		return "validate"
+	}
+	return "admit"
 }
 
 // Handler serves /metrics.

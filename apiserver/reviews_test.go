@@ -67,6 +67,9 @@ func testServer(cfg Config) *Server {
 	if cfg.Authorizer == nil {
 		cfg.Authorizer = auth.AlwaysAllow{}
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
 	t, err := newTable(resource.Builtin())
 	if err != nil {
 		panic(err)

@@ -290,11 +290,13 @@ func growStack(i int) byte {
 // requests are allowed. A bad credential is a 401, as upstream.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		u := auth.Anonymous
 		ok := false
 		if s.cfg.Authenticator != nil {
 			got, found, err := s.cfg.Authenticator.Authenticate(r)
 			if err != nil {
+				s.cfg.Metrics.observeAuthentication("error", time.Since(start))
 				s.writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 				return
 			}
@@ -303,9 +305,13 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		if !ok && s.cfg.RejectAnonymous {
+			s.cfg.Metrics.observeAuthentication("failure", time.Since(start))
 			s.writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
+		// Anonymous, where allowed, is a success, as upstream's anonymous
+		// authenticator is the last of its union.
+		s.cfg.Metrics.observeAuthentication("success", time.Since(start))
 		next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), u)))
 	})
 }

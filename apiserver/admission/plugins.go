@@ -111,6 +111,20 @@ func Resolve(enable, disable []string) ([]string, error) {
 // Build returns the chain of the named plugins: those that may mutate
 // first, then those that only validate, each group in the order given.
 func Build(names []string, d Deps) (Chain, error) {
+	plugins, err := BuildPlugins(names, d)
+	if err != nil {
+		return nil, err
+	}
+	chain := make(Chain, len(plugins))
+	for i, p := range plugins {
+		chain[i] = p.Admitter
+	}
+	return chain, nil
+}
+
+// BuildPlugins returns the named plugins in the order Build runs them,
+// each with its name and step, for a Timed chain.
+func BuildPlugins(names []string, d Deps) ([]Plugin, error) {
 	ordered := slices.Clone(names)
 	slices.SortStableFunc(ordered, func(a, b string) int {
 		switch va, vb := validatingOnly(a), validatingOnly(b); {
@@ -122,7 +136,7 @@ func Build(names []string, d Deps) (Chain, error) {
 			return 1
 		}
 	})
-	chain := make(Chain, 0, len(ordered))
+	plugins := make([]Plugin, 0, len(ordered))
 	for i, name := range ordered {
 		if slices.Contains(ordered[:i], name) {
 			return nil, fmt.Errorf("admission: plugin %s is listed twice", name)
@@ -131,9 +145,9 @@ func Build(names []string, d Deps) (Chain, error) {
 		if err != nil {
 			return nil, fmt.Errorf("admission: building plugin %s: %w", name, err)
 		}
-		chain = append(chain, a)
+		plugins = append(plugins, Plugin{Name: name, Validating: validatingOnly(name), Admitter: a})
 	}
-	return chain, nil
+	return plugins, nil
 }
 
 func buildPlugin(name string, d Deps) (auth.Admitter, error) {

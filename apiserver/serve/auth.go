@@ -59,7 +59,7 @@ type security struct {
 	authn     auth.Chain
 	authz     auth.Authorizer
 	rules     auth.RuleResolver
-	admission admission.Chain
+	admission admission.Timed
 	issuer    *serviceaccount.Issuer
 	reviewer  *serviceaccount.Authenticator
 	mounts    []func(chi.Router)
@@ -70,7 +70,7 @@ type security struct {
 // newSecurity builds the authenticators (client certificates, static
 // tokens, ServiceAccount tokens), the authorizers (system:masters, the Node
 // authorizer, RBAC from the bus-fed caches) and the admission chain.
-func newSecurity(o Options, store *storage.Store, caches *authCaches) (*security, error) {
+func newSecurity(o Options, store *storage.Store, caches *authCaches, rec admission.Recorder) (*security, error) {
 	sec := &security{objects: &objects{caches: caches}, caches: caches}
 	key, err := serviceaccount.LoadOrCreateKey(o.PKIDir)
 	if err != nil {
@@ -146,7 +146,7 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches) (*security
 	if err != nil {
 		return nil, err
 	}
-	chain, err := admission.Build(names, admission.Deps{
+	plugins, err := admission.BuildPlugins(names, admission.Deps{
 		Namespaces: sec.objects, ServiceAccounts: sec.objects, Pods: sec.objects, Nodes: sec.objects,
 		PriorityClasses: &admission.StoredPriorityClasses{Store: store},
 		StorageClasses:  admission.StoredStorageClasses{Store: store},
@@ -162,7 +162,11 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches) (*security
 	}
 	// RBAC's own guard against escalation is not an admission plugin
 	// upstream (it is the RBAC storage's) and cannot be turned off.
-	sec.admission = append(chain, &rbac.EscalationCheck{Authorizer: sec.authz, Rules: rbacAuthz, Roles: lister})
+	// Its time is recorded as a validating plugin named RBACEscalation, a
+	// name of kubebus's: upstream checks escalation outside admission.
+	plugins = append(plugins, admission.Plugin{Name: "RBACEscalation", Validating: true,
+		Admitter: &rbac.EscalationCheck{Authorizer: sec.authz, Rules: rbacAuthz, Roles: lister}})
+	sec.admission = admission.Timed{Plugins: plugins, Record: rec}
 	return sec, nil
 }
 

@@ -8,10 +8,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebus/kubebus/test/harness"
@@ -105,6 +108,61 @@ func TestIntegrationHealthMetricsAndIdentity(t *testing.T) {
 	if code, _ := whoami("wrong"); code != http.StatusUnauthorized {
 		t.Errorf("a bad token got %d, want 401", code)
 	}
+
+	// The checks' own metrics, under upstream's names: alice may not list
+	// pods (no authorizer has an opinion), a ConfigMap in a namespace that
+	// does not exist is refused by NamespaceLifecycle, one in default is
+	// admitted by every plugin.
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/api/v1/namespaces/default/pods", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := tc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("alice listing pods got %d, want 403", resp.StatusCode)
+	}
+	cms := s.Clientset(t).CoreV1().ConfigMaps
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "checks"}}
+	if _, err := cms("no-such-namespace").Create(t.Context(), cm, metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a ConfigMap in a missing namespace: %v, want NotFound", err)
+	}
+	if _, err := cms("default").Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, metrics = get(t, c, s.URL+"/metrics")
+	for _, series := range []string{
+		`authentication_attempts{result="success"}`,
+		`authentication_attempts{result="error"}`,
+		`authentication_duration_seconds_count{result="success"}`,
+		`authorization_attempts_total{result="allowed"}`,
+		`authorization_attempts_total{result="no-opinion"}`,
+		`authorization_duration_seconds_count{result="allowed"}`,
+		`apiserver_admission_controller_admission_duration_seconds_count{name="NamespaceLifecycle",operation="CREATE",rejected="true",type="admit"}`,
+		`apiserver_admission_controller_admission_duration_seconds_count{name="NamespaceLifecycle",operation="CREATE",rejected="false",type="admit"}`,
+		`apiserver_admission_controller_admission_duration_seconds_count{name="ResourceQuota",operation="CREATE",rejected="false",type="validate"}`,
+		`apiserver_admission_step_admission_duration_seconds_count{operation="CREATE",rejected="true",type="admit"}`,
+		`apiserver_admission_step_admission_duration_seconds_count{operation="CREATE",rejected="false",type="validate"}`,
+	} {
+		if v := metricValue(metrics, series); v < 1 {
+			t.Errorf("/metrics: %s = %v, want at least 1", series, v)
+		}
+	}
+}
+
+// metricValue is the value of one series in a Prometheus text exposition,
+// 0 when it is absent.
+func metricValue(exposition, series string) float64 {
+	for line := range strings.Lines(exposition) {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return 0
 }
 
 func contains(list []string, s string) bool {
