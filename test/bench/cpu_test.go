@@ -150,3 +150,89 @@ func profileServer(b *testing.B, client *http.Client, url string, d time.Duratio
 		}
 	}
 }
+
+// checkFamilies are the API server's histograms of the time its checks
+// take, by the metric each one's seconds are reported as.
+var checkFamilies = map[string]string{
+	"authn-s":     "authentication_duration_seconds",
+	"authz-s":     "authorization_duration_seconds",
+	"admission-s": "apiserver_admission_step_admission_duration_seconds",
+}
+
+// checkMeter measures the seconds the server spends authenticating,
+// authorizing and admitting requests between its start and report, from
+// the _sum series of its /metrics (every label set added up). They are
+// wall-clock seconds inside those calls, time waiting for a CPU included.
+type checkMeter struct {
+	client *http.Client
+	url    string
+	start  map[string]float64
+}
+
+func startCheckMeter(b *testing.B, client *http.Client, url string) *checkMeter {
+	b.Helper()
+	m := &checkMeter{client: client, url: url}
+	m.start = m.read(b)
+	return m
+}
+
+// report adds the "authn-s", "authz-s" and "admission-s" metrics.
+func (m *checkMeter) report(b *testing.B) {
+	b.Helper()
+	now := m.read(b)
+	for name := range checkFamilies {
+		b.ReportMetric(now[name]-m.start[name], name)
+	}
+}
+
+func (m *checkMeter) read(b *testing.B) map[string]float64 {
+	b.Helper()
+	resp, err := m.client.Get(m.url + "/metrics")
+	if err != nil {
+		b.Fatalf("reading /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatalf("reading /metrics: %v", err)
+	}
+	sums, err := histogramSums(string(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for name, family := range checkFamilies {
+		v, ok := sums[family]
+		if !ok {
+			b.Fatalf("/metrics has no %s_sum", family)
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// histogramSums adds up, for every histogram family in a Prometheus text
+// exposition, the values of its _sum series over all label sets.
+func histogramSums(exposition string) (map[string]float64, error) {
+	sums := map[string]float64{}
+	for line := range strings.Lines(exposition) {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		series, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(series, "{")
+		family, ok := strings.CutSuffix(name, "_sum")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return nil, fmt.Errorf("/metrics: %q: %w", line, err)
+		}
+		sums[family] += v
+	}
+	return sums, nil
+}

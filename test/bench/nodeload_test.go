@@ -39,17 +39,20 @@ type nodeLoad struct {
 }
 
 // measure starts counting the CPU time of the server, the hollow nodes and
-// this process (the client), and profiles the server for the next d when
-// $KUBEBUS_BENCH_PROFILE is set. The returned function reports the CPU
+// this process (the client), and the server's time in authentication,
+// authorization and admission, and profiles the server for the next d when
+// $KUBEBUS_BENCH_PROFILE is set. The returned function reports the
 // seconds as metrics.
 func (l *nodeLoad) measure(b *testing.B, d time.Duration) (stop func()) {
 	b.Helper()
 	client := l.s.HTTPClient(b)
 	dumpMetrics(b, client, l.s.URL, "before")
+	checks := startCheckMeter(b, client, l.s.URL)
 	m := startCPUMeter(b, map[string]int{"server": l.s.Pid(), "nodes": l.nodes.Pid(), "client": os.Getpid()})
 	wait := profileServer(b, client, l.s.URL, d)
 	return func() {
 		m.report(b)
+		checks.report(b)
 		wait()
 		dumpMetrics(b, client, l.s.URL, "after")
 	}
