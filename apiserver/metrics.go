@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kubebus/kubebus/apiserver/admission"
 	"github.com/kubebus/kubebus/apiserver/auth"
 	"github.com/kubebus/kubebus/internal/crash"
 )
@@ -114,29 +115,30 @@ func (m *Metrics) observeAuthentication(result string, d time.Duration) {
 	m.authnLatency.WithLabelValues(result).Observe(d.Seconds())
 }
 
-// observeAuthorization records one authorizer decision.
+// observeAuthorization records one authorizer decision, with upstream's
+// results: an error counts as such unless the answer was Allow.
 func (m *Metrics) observeAuthorization(dec auth.Decision, err error, d time.Duration) {
 	result := "no-opinion"
 	switch {
 	case dec == auth.Allow:
 		result = "allowed"
-	case dec == auth.Deny:
-		result = "denied"
 	case err != nil:
 		result = "error"
+	case dec == auth.Deny:
+		result = "denied"
 	}
 	m.authzAttempts.WithLabelValues(result).Inc()
 	m.authzLatency.WithLabelValues(result).Observe(d.Seconds())
 }
 
-// ObserveAdmissionPlugin implements admission.Recorder.
-func (m *Metrics) ObserveAdmissionPlugin(name string, validating bool, op auth.Operation, rejected bool, d time.Duration) {
-	m.admissionPlugin.WithLabelValues(name, admissionType(validating), string(op), strconv.FormatBool(rejected)).Observe(d.Seconds())
+// PluginObserver implements admission.Recorder.
+func (m *Metrics) PluginObserver(name string, validating bool, op auth.Operation, rejected bool) admission.Observer {
+	return m.admissionPlugin.WithLabelValues(name, admissionType(validating), string(op), strconv.FormatBool(rejected))
 }
 
-// ObserveAdmissionStep implements admission.Recorder.
-func (m *Metrics) ObserveAdmissionStep(validating bool, op auth.Operation, rejected bool, d time.Duration) {
-	m.admissionStep.WithLabelValues(admissionType(validating), string(op), strconv.FormatBool(rejected)).Observe(d.Seconds())
+// StepObserver implements admission.Recorder.
+func (m *Metrics) StepObserver(validating bool, op auth.Operation, rejected bool) admission.Observer {
+	return m.admissionStep.WithLabelValues(admissionType(validating), string(op), strconv.FormatBool(rejected))
 }
 
 // admissionType is upstream's type label: admit for mutating, validate

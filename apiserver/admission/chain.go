@@ -27,7 +27,7 @@ func (c Chain) Admit(ctx context.Context, req *auth.AdmissionRequest) error {
 		if a == nil {
 			continue
 		}
-		if err := admitSafely(ctx, a, req); err != nil {
+		if err := admitSafely(ctx, "", a, req); err != nil {
 			return err
 		}
 	}
@@ -36,12 +36,15 @@ func (c Chain) Admit(ctx context.Context, req *auth.AdmissionRequest) error {
 
 // admitSafely runs one admitter, turning its panic into an InternalError.
 // The panic is logged through slog.Default(): a Chain has no logger.
-// The plugin's name and the request's key are made only after a panic:
-// made for every plugin of every write they cost more than most plugins.
-func admitSafely(ctx context.Context, a auth.Admitter, req *auth.AdmissionRequest) (err error) {
+// The plugin's name (its type's, when name is empty) and the request's
+// key are made only after a panic: made for every plugin of every write
+// they cost more than most plugins.
+func admitSafely(ctx context.Context, name string, a auth.Admitter, req *auth.AdmissionRequest) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			name := pluginName(a)
+			if name == "" {
+				name = pluginName(a)
+			}
 			crash.Handle(slog.Default(), "admission", name, requestKey(req), v)
 			err = apierrors.NewInternalError(fmt.Errorf("admission plugin %s failed", name))
 		}

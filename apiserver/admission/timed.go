@@ -2,59 +2,137 @@ package admission
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
 )
 
-// Recorder is told how long admission took: each plugin, and each step
-// (the mutating plugins together, then the validating ones), with whether
-// it rejected the write. The API server's metrics implement it with
-// upstream's apiserver_admission_controller_admission_duration_seconds and
-// apiserver_admission_step_admission_duration_seconds.
-type Recorder interface {
-	ObserveAdmissionPlugin(name string, validating bool, op auth.Operation, rejected bool, d time.Duration)
-	ObserveAdmissionStep(validating bool, op auth.Operation, rejected bool, d time.Duration)
+// Observer takes one duration in seconds (prometheus.Observer is one).
+type Observer interface {
+	Observe(seconds float64)
 }
 
-// Plugin is an admitter with the name its metrics carry and whether it
-// only validates (it then belongs to the validating step).
+// Recorder hands out the observers of admission's durations: one per
+// plugin, operation and outcome, and one per step (the mutating plugins
+// together, then the validating ones). The API server's metrics implement
+// it with upstream's apiserver_admission_controller_admission_duration_seconds
+// and apiserver_admission_step_admission_duration_seconds. A Timed chain
+// asks for each observer once and keeps it.
+type Recorder interface {
+	PluginObserver(name string, validating bool, op auth.Operation, rejected bool) Observer
+	StepObserver(validating bool, op auth.Operation, rejected bool) Observer
+}
+
+// Plugin is an admitter with the name its metrics and logs carry and
+// whether it only validates (it then belongs to the validating step).
+// Upstream records a plugin that both mutates and validates under both
+// types; a kubebus plugin does both in one call and is recorded once.
 type Plugin struct {
 	Name       string
 	Validating bool
-	auth.Admitter
+	Admitter   auth.Admitter
 }
 
-// Timed runs its plugins in order as a Chain does, telling Record how long
-// each took and how long each step took. The mutating plugins come first:
-// the first validating plugin ends the mutating step.
+// Timed runs its plugins in order as a Chain does, recording how long each
+// took and how long each step took. The mutating plugins come first: the
+// first validating plugin ends the mutating step. Build one with NewTimed.
 type Timed struct {
-	Plugins []Plugin
-	Record  Recorder
+	plugins []timedPlugin
+	steps   [2]observers // mutating, validating
+	rec     Recorder
+	now     func() time.Time
 }
 
-var _ auth.Admitter = Timed{}
+type timedPlugin struct {
+	Plugin
+	obs observers
+}
+
+var _ auth.Admitter = (*Timed)(nil)
+
+// NewTimed returns the chain of plugins, recording to rec (nil records
+// nothing). Plugins without an admitter are skipped.
+func NewTimed(plugins []Plugin, rec Recorder) *Timed {
+	t := &Timed{rec: rec, now: time.Now}
+	for _, p := range plugins {
+		if p.Admitter != nil {
+			t.plugins = append(t.plugins, timedPlugin{Plugin: p})
+		}
+	}
+	return t
+}
 
 // Admit implements auth.Admitter.
-func (t Timed) Admit(ctx context.Context, req *auth.AdmissionRequest) error {
+func (t *Timed) Admit(ctx context.Context, req *auth.AdmissionRequest) error {
+	if t.rec == nil {
+		for i := range t.plugins {
+			p := &t.plugins[i]
+			if err := admitSafely(ctx, p.Name, p.Admitter, req); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	validating := false
-	step := time.Now()
-	for _, p := range t.Plugins {
-		if p.Admitter == nil {
-			continue
-		}
+	step := t.now()
+	for i := range t.plugins {
+		p := &t.plugins[i]
 		if p.Validating && !validating {
-			t.Record.ObserveAdmissionStep(false, req.Operation, false, time.Since(step))
-			validating, step = true, time.Now()
+			t.observeStep(false, req.Operation, false, step)
+			validating, step = true, t.now()
 		}
-		start := time.Now()
-		err := admitSafely(ctx, p.Admitter, req)
-		t.Record.ObserveAdmissionPlugin(p.Name, p.Validating, req.Operation, err != nil, time.Since(start))
+		start := t.now()
+		err := admitSafely(ctx, p.Name, p.Admitter, req)
+		p.obs.get(req.Operation, err != nil, func() Observer {
+			return t.rec.PluginObserver(p.Name, p.Validating, req.Operation, err != nil)
+		}).Observe(t.now().Sub(start).Seconds())
 		if err != nil {
-			t.Record.ObserveAdmissionStep(validating, req.Operation, true, time.Since(step))
+			t.observeStep(validating, req.Operation, true, step)
 			return err
 		}
 	}
-	t.Record.ObserveAdmissionStep(validating, req.Operation, false, time.Since(step))
+	t.observeStep(validating, req.Operation, false, step)
 	return nil
+}
+
+func (t *Timed) observeStep(validating bool, op auth.Operation, rejected bool, since time.Time) {
+	i := 0
+	if validating {
+		i = 1
+	}
+	t.steps[i].get(op, rejected, func() Observer {
+		return t.rec.StepObserver(validating, op, rejected)
+	}).Observe(t.now().Sub(since).Seconds())
+}
+
+// observers keeps one Observer per operation and outcome, made on first
+// use. Two requests racing on a slot both make it: the recorder hands out
+// the same observer for the same labels, so either may stay.
+type observers [len(operations)][2]atomic.Pointer[Observer]
+
+// operations are the operations observers keep a slot for.
+var operations = [...]auth.Operation{auth.Create, auth.Update, auth.Delete, auth.Connect}
+
+func (o *observers) get(op auth.Operation, rejected bool, newObs func() Observer) Observer {
+	i := -1
+	for j, known := range operations {
+		if op == known {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		return newObs() // an operation without a slot: not kept
+	}
+	r := 0
+	if rejected {
+		r = 1
+	}
+	if p := o[i][r].Load(); p != nil {
+		return *p
+	}
+	obs := newObs()
+	o[i][r].Store(&obs)
+	return obs
 }

@@ -13,38 +13,57 @@ import (
 	"github.com/kubebus/kubebus/apiserver/auth"
 )
 
-// recorded keeps what a Timed chain reported, as text.
-type recorded struct{ plugins, steps []string }
-
-func (r *recorded) ObserveAdmissionPlugin(name string, validating bool, op auth.Operation, rejected bool, d time.Duration) {
-	if d < 0 {
-		panic("negative duration")
-	}
-	r.plugins = append(r.plugins, fmt.Sprintf("%s validating=%t %s rejected=%t", name, validating, op, rejected))
+// recorded keeps what a Timed chain observed, as "labels seconds" lines,
+// and how many observers it asked for.
+type recorded struct {
+	plugins, steps []string
+	made           int
 }
 
-func (r *recorded) ObserveAdmissionStep(validating bool, op auth.Operation, rejected bool, d time.Duration) {
-	if d < 0 {
-		panic("negative duration")
-	}
-	r.steps = append(r.steps, fmt.Sprintf("validating=%t %s rejected=%t", validating, op, rejected))
+type lineObserver struct {
+	to     *[]string
+	labels string
 }
+
+func (o lineObserver) Observe(s float64) { *o.to = append(*o.to, fmt.Sprintf("%s %g", o.labels, s)) }
+
+func (r *recorded) PluginObserver(name string, validating bool, op auth.Operation, rejected bool) Observer {
+	r.made++
+	return lineObserver{&r.plugins, fmt.Sprintf("%s validating=%t %s rejected=%t", name, validating, op, rejected)}
+}
+
+func (r *recorded) StepObserver(validating bool, op auth.Operation, rejected bool) Observer {
+	r.made++
+	return lineObserver{&r.steps, fmt.Sprintf("validating=%t %s rejected=%t", validating, op, rejected)}
+}
+
+// fakeClock moves only when a plugin spends time.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
 
 // TestTimedRecordsPluginsAndSteps: every plugin that runs is recorded by
-// name, the mutating plugins and the validating ones are one step each,
-// a rejection ends the chain and is recorded as such, and a panic is a
+// name with the time it took, the mutating plugins and the validating ones
+// are one step each (a step's time is its own plugins' and no other's), a
+// rejection ends the chain and is recorded as such, and a panic is a
 // rejection like any other.
 func TestTimedRecordsPluginsAndSteps(t *testing.T) {
 	t.Parallel()
 	errDenied := errors.New("denied")
 	var order []string
-	plugin := func(name string, validating bool, err error) Plugin {
+	var clock fakeClock
+	// plugin takes seconds of the fake clock and answers err.
+	plugin := func(name string, validating bool, seconds int, err error) Plugin {
 		return Plugin{Name: name, Validating: validating, Admitter: admitFunc(func(context.Context, *auth.AdmissionRequest) error {
 			order = append(order, name)
+			clock.t = clock.t.Add(time.Duration(seconds) * time.Second)
 			return err
 		})}
 	}
-	boom := Plugin{Name: "Boom", Admitter: admitFunc(func(context.Context, *auth.AdmissionRequest) error { panic("on purpose") })}
+	boom := Plugin{Name: "Boom", Admitter: admitFunc(func(context.Context, *auth.AdmissionRequest) error {
+		clock.t = clock.t.Add(time.Second)
+		panic("on purpose")
+	})}
 
 	for _, tc := range []struct {
 		name         string
@@ -56,35 +75,37 @@ func TestTimedRecordsPluginsAndSteps(t *testing.T) {
 		wantInternal bool
 	}{{
 		name:        "all admit",
-		plugins:     []Plugin{plugin("A", false, nil), {Name: "Off"}, plugin("B", false, nil), plugin("V", true, nil)},
+		plugins:     []Plugin{plugin("A", false, 1, nil), {Name: "Off"}, plugin("B", false, 2, nil), plugin("V", true, 4, nil)},
 		wantOrder:   []string{"A", "B", "V"},
-		wantPlugins: []string{"A validating=false CREATE rejected=false", "B validating=false CREATE rejected=false", "V validating=true CREATE rejected=false"},
-		wantSteps:   []string{"validating=false CREATE rejected=false", "validating=true CREATE rejected=false"},
+		wantPlugins: []string{"A validating=false CREATE rejected=false 1", "B validating=false CREATE rejected=false 2", "V validating=true CREATE rejected=false 4"},
+		wantSteps:   []string{"validating=false CREATE rejected=false 3", "validating=true CREATE rejected=false 4"},
 	}, {
 		name:        "a mutating plugin rejects",
-		plugins:     []Plugin{plugin("A", false, errDenied), plugin("B", false, nil), plugin("V", true, nil)},
+		plugins:     []Plugin{plugin("A", false, 1, errDenied), plugin("B", false, 2, nil), plugin("V", true, 4, nil)},
 		wantErr:     true,
 		wantOrder:   []string{"A"},
-		wantPlugins: []string{"A validating=false CREATE rejected=true"},
-		wantSteps:   []string{"validating=false CREATE rejected=true"},
+		wantPlugins: []string{"A validating=false CREATE rejected=true 1"},
+		wantSteps:   []string{"validating=false CREATE rejected=true 1"},
 	}, {
 		name:        "a validating plugin rejects",
-		plugins:     []Plugin{plugin("A", false, nil), plugin("V", true, errDenied), plugin("W", true, nil)},
+		plugins:     []Plugin{plugin("A", false, 1, nil), plugin("V", true, 2, errDenied), plugin("W", true, 4, nil)},
 		wantErr:     true,
 		wantOrder:   []string{"A", "V"},
-		wantPlugins: []string{"A validating=false CREATE rejected=false", "V validating=true CREATE rejected=true"},
-		wantSteps:   []string{"validating=false CREATE rejected=false", "validating=true CREATE rejected=true"},
+		wantPlugins: []string{"A validating=false CREATE rejected=false 1", "V validating=true CREATE rejected=true 2"},
+		wantSteps:   []string{"validating=false CREATE rejected=false 1", "validating=true CREATE rejected=true 2"},
 	}, {
 		name:         "a plugin panics",
-		plugins:      []Plugin{boom, plugin("V", true, nil)},
+		plugins:      []Plugin{boom, plugin("V", true, 2, nil)},
 		wantErr:      true,
 		wantInternal: true,
-		wantPlugins:  []string{"Boom validating=false CREATE rejected=true"},
-		wantSteps:    []string{"validating=false CREATE rejected=true"},
+		wantPlugins:  []string{"Boom validating=false CREATE rejected=true 1"},
+		wantSteps:    []string{"validating=false CREATE rejected=true 1"},
 	}} {
 		order = nil
 		var rec recorded
-		err := Timed{Plugins: tc.plugins, Record: &rec}.Admit(context.Background(), podCreate())
+		timed := NewTimed(tc.plugins, &rec)
+		timed.now = clock.now
+		err := timed.Admit(context.Background(), podCreate())
 		if (err != nil) != tc.wantErr {
 			t.Errorf("%s: Admit = %v, want an error: %t", tc.name, err, tc.wantErr)
 		}
@@ -100,6 +121,33 @@ func TestTimedRecordsPluginsAndSteps(t *testing.T) {
 		if !slices.Equal(rec.steps, tc.wantSteps) {
 			t.Errorf("%s: steps recorded %q, want %q", tc.name, rec.steps, tc.wantSteps)
 		}
+	}
+}
+
+// TestTimedKeepsItsObservers: a chain asks its recorder for each
+// observer once, however many writes it admits, and with no recorder it
+// still admits and rejects.
+func TestTimedKeepsItsObservers(t *testing.T) {
+	t.Parallel()
+	var rec recorded
+	plugins := []Plugin{
+		{Name: "A", Admitter: admitFunc(func(context.Context, *auth.AdmissionRequest) error { return nil })},
+		{Name: "V", Validating: true, Admitter: admitFunc(func(context.Context, *auth.AdmissionRequest) error { return nil })},
+	}
+	timed := NewTimed(plugins, &rec)
+	for range 5 {
+		if err := timed.Admit(context.Background(), podCreate()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec.made != 4 || len(rec.plugins) != 10 || len(rec.steps) != 10 {
+		t.Errorf("5 writes: %d observers made (want 4: two plugins, two steps), %d plugin and %d step observations (want 10 each)", rec.made, len(rec.plugins), len(rec.steps))
+	}
+
+	errDenied := errors.New("denied")
+	quiet := NewTimed([]Plugin{{Name: "No", Admitter: admitFunc(func(context.Context, *auth.AdmissionRequest) error { return errDenied })}}, nil)
+	if err := quiet.Admit(context.Background(), podCreate()); !errors.Is(err, errDenied) {
+		t.Errorf("without a recorder: Admit = %v, want the plugin's error", err)
 	}
 }
 

@@ -59,7 +59,7 @@ type security struct {
 	authn     auth.Chain
 	authz     auth.Authorizer
 	rules     auth.RuleResolver
-	admission admission.Timed
+	admission *admission.Timed
 	issuer    *serviceaccount.Issuer
 	reviewer  *serviceaccount.Authenticator
 	mounts    []func(chi.Router)
@@ -166,7 +166,7 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches, rec admiss
 	// name of kubebus's: upstream checks escalation outside admission.
 	plugins = append(plugins, admission.Plugin{Name: "RBACEscalation", Validating: true,
 		Admitter: &rbac.EscalationCheck{Authorizer: sec.authz, Rules: rbacAuthz, Roles: lister}})
-	sec.admission = admission.Timed{Plugins: plugins, Record: rec}
+	sec.admission = admission.NewTimed(plugins, rec)
 	return sec, nil
 }
 
