@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times (100
@@ -161,7 +165,7 @@ var checkFamilies = map[string]string{
 
 // checkMeter measures the seconds the server spends authenticating,
 // authorizing and admitting requests between its start and report, from
-// the _sum series of its /metrics (every label set added up). They are
+// the sums of its /metrics histograms (every label set added up). They are
 // wall-clock seconds inside those calls, time waiting for a CPU included.
 type checkMeter struct {
 	client *http.Client
@@ -192,47 +196,30 @@ func (m *checkMeter) read(b *testing.B) map[string]float64 {
 		b.Fatalf("reading /metrics: %v", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		b.Fatalf("reading /metrics: %v", err)
-	}
-	sums, err := histogramSums(string(body))
+	out, err := checkSums(resp.Body)
 	if err != nil {
 		b.Fatal(err)
-	}
-	out := map[string]float64{}
-	for name, family := range checkFamilies {
-		v, ok := sums[family]
-		if !ok {
-			b.Fatalf("/metrics has no %s_sum", family)
-		}
-		out[name] = v
 	}
 	return out
 }
 
-// histogramSums adds up, for every histogram family in a Prometheus text
-// exposition, the values of its _sum series over all label sets.
-func histogramSums(exposition string) (map[string]float64, error) {
-	sums := map[string]float64{}
-	for line := range strings.Lines(exposition) {
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		series, value, ok := strings.Cut(strings.TrimSpace(line), " ")
-		if !ok {
-			continue
-		}
-		name, _, _ := strings.Cut(series, "{")
-		family, ok := strings.CutSuffix(name, "_sum")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			return nil, fmt.Errorf("/metrics: %q: %w", line, err)
-		}
-		sums[family] += v
+// checkSums reads a Prometheus text exposition and returns, for each of
+// checkFamilies, its histogram's sum over all label sets.
+func checkSums(exposition io.Reader) (map[string]float64, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(exposition)
+	if err != nil {
+		return nil, fmt.Errorf("parsing /metrics: %w", err)
 	}
-	return sums, nil
+	out := map[string]float64{}
+	for name, family := range checkFamilies {
+		f, ok := families[family]
+		if !ok || f.GetType() != dto.MetricType_HISTOGRAM {
+			return nil, fmt.Errorf("/metrics has no histogram %s", family)
+		}
+		for _, series := range f.GetMetric() {
+			out[name] += series.GetHistogram().GetSampleSum()
+		}
+	}
+	return out, nil
 }
