@@ -173,3 +173,62 @@ func TestBuildPluginsOrderAndSteps(t *testing.T) {
 		t.Errorf("BuildPlugins = %v, want %v", got, want)
 	}
 }
+
+// TestTimedSlotsByOperationAndOutcome: one chain admitting, refusing and
+// updating keeps each outcome and operation under its own labels, after
+// the first write has bound its observers.
+func TestTimedSlotsByOperationAndOutcome(t *testing.T) {
+	t.Parallel()
+	errDenied := errors.New("denied")
+	refuse := false
+	var rec recorded
+	timed := NewTimed([]Plugin{
+		{Name: "A", Admitter: admitFunc(func(context.Context, *auth.AdmissionRequest) error { return nil })},
+		{Name: "V", Validating: true, Admitter: admitFunc(func(context.Context, *auth.AdmissionRequest) error {
+			if refuse {
+				return errDenied
+			}
+			return nil
+		})},
+	}, &rec)
+	var clock fakeClock
+	timed.now = clock.now
+	update := podCreate()
+	update.Operation = auth.Update
+	for _, step := range []struct {
+		req    *auth.AdmissionRequest
+		refuse bool
+	}{{podCreate(), false}, {podCreate(), true}, {update, false}, {podCreate(), false}, {update, true}} {
+		refuse = step.refuse
+		if err := timed.Admit(context.Background(), step.req); (err != nil) != step.refuse {
+			t.Fatalf("%s refused=%t: Admit = %v", step.req.Operation, step.refuse, err)
+		}
+	}
+	wantPlugins := []string{
+		"A validating=false CREATE rejected=false 0", "V validating=true CREATE rejected=false 0",
+		"A validating=false CREATE rejected=false 0", "V validating=true CREATE rejected=true 0",
+		"A validating=false UPDATE rejected=false 0", "V validating=true UPDATE rejected=false 0",
+		"A validating=false CREATE rejected=false 0", "V validating=true CREATE rejected=false 0",
+		"A validating=false UPDATE rejected=false 0", "V validating=true UPDATE rejected=true 0",
+	}
+	if !slices.Equal(rec.plugins, wantPlugins) {
+		t.Errorf("plugins recorded\n%q\nwant\n%q", rec.plugins, wantPlugins)
+	}
+	wantSteps := []string{
+		"validating=false CREATE rejected=false 0", "validating=true CREATE rejected=false 0",
+		"validating=false CREATE rejected=false 0", "validating=true CREATE rejected=true 0",
+		"validating=false UPDATE rejected=false 0", "validating=true UPDATE rejected=false 0",
+		"validating=false CREATE rejected=false 0", "validating=true CREATE rejected=false 0",
+		"validating=false UPDATE rejected=false 0", "validating=true UPDATE rejected=true 0",
+	}
+	if !slices.Equal(rec.steps, wantSteps) {
+		t.Errorf("steps recorded\n%q\nwant\n%q", rec.steps, wantSteps)
+	}
+	// Observers for: A CREATE ok, V CREATE ok, V CREATE refused, A UPDATE ok,
+	// V UPDATE ok, V UPDATE refused; steps: admit CREATE ok, validate
+	// CREATE ok, validate CREATE refused, admit UPDATE ok, validate UPDATE
+	// ok, validate UPDATE refused.
+	if rec.made != 12 {
+		t.Errorf("%d observers made, want 12 (one per plugin or step, operation and outcome)", rec.made)
+	}
+}
