@@ -90,13 +90,20 @@ func namespaceOf(req *auth.AdmissionRequest, o metav1.Object) string {
 }
 
 // admitRole checks a role named name in ns granting rules. The escalate
-// verb is asked about with the request's name, as upstream: a create
-// (POST to the collection) has none.
+// verb is asked about with the name in the request's URL, as upstream: a
+// create (POST to the collection) has none, so a grant of escalate limited
+// by resourceNames never lets a user create a role beyond their rights.
+// The admission attributes of a create carry the new object's name, which
+// is not the URL's.
 func (c *EscalationCheck) admitRole(ctx context.Context, req *auth.AdmissionRequest, gr schema.GroupResource, ns, name string, rules []rbacv1.PolicyRule, aggregates bool) error {
 	u := req.Attributes.User
+	urlName := req.Attributes.Name
+	if req.Operation == auth.Create {
+		urlName = ""
+	}
 	if c.allowed(ctx, auth.Attributes{
 		User: u, Verb: "escalate", ResourceRequest: true,
-		APIGroup: gr.Group, APIVersion: "*", Resource: gr.Resource, Namespace: ns, Name: req.Attributes.Name,
+		APIGroup: gr.Group, APIVersion: "*", Resource: gr.Resource, Namespace: ns, Name: urlName,
 	}) {
 		return nil
 	}

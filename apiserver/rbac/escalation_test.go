@@ -85,6 +85,9 @@ func TestEscalationCheck(t *testing.T) {
 		{"escalate verb", req(auth.Create, auth.User{Name: "escalator"}, "roles", "team", newRole("team", getSecrets), nil), 0, ""},
 		{"escalate verb on the named role, update", named(req(auth.Update, auth.User{Name: "named"}, "roles", "team", newRole("team", getSecrets), newRole("team")), "r"), 0, ""},
 		{"escalate verb on a named role, create", req(auth.Create, auth.User{Name: "named"}, "roles", "team", newRole("team", getSecrets), nil), http.StatusForbidden, ""},
+		// The server's admission attributes of a create carry the new
+		// role's name; the escalate grant on that name still does not count.
+		{"escalate verb on a named role, create naming it", named(req(auth.Create, auth.User{Name: "named"}, "roles", "team", newRole("team", getSecrets), nil), "r"), http.StatusForbidden, ""},
 		{"cluster role beyond cluster-wide rules", req(auth.Create, writer, "clusterroles", "", clusterRole("c", getPods), nil), http.StatusForbidden,
 			`clusterroles.rbac.authorization.k8s.io "c" is forbidden: user "writer" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:` +
 				"\n" + `{APIGroups:[""], Resources:["pods"], Verbs:["get"]}`},
