@@ -2,12 +2,15 @@ package admission
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -45,10 +48,13 @@ type NodeGetter interface {
 //   - nodes: write only its own Node, never its taints after creation,
 //     and no kubernetes.io or k8s.io label outside the kubelet's set;
 //   - leases: only its own, in kube-node-lease; csinodes: only its own;
-//   - serviceaccounts/token: only tokens bound to a pod on itself.
+//   - serviceaccounts/token: only tokens bound to a pod on itself;
+//   - persistentvolumeclaims: only the status, and of it only capacity,
+//     conditions and allocated resources;
+//   - certificatesigningrequests to the kubelet signers: only for its own
+//     name.
 //
-// Everything else (certificate signing requests, events, ...) is left to
-// the authorizer.
+// Everything else (events, ...) is left to the authorizer.
 //
 // Beyond upstream, it also restricts the proxies (user system:kube-proxy),
 // whose RBAC role may write Leases in kube-node-lease so that each records
@@ -102,6 +108,77 @@ func (p NodeRestriction) Admit(ctx context.Context, req *auth.AdmissionRequest) 
 		return admitLease(nodeName, req)
 	case a.APIGroup == "storage.k8s.io" && a.Resource == "csinodes":
 		return admitOwnNamed(nodeName, req, "can only access CSINode with the same name as the requesting node")
+	case a.APIGroup == "" && a.Resource == "persistentvolumeclaims":
+		if req.Subresource != "status" {
+			return forbidRequest(req, errors.New("may only update PVC status"))
+		}
+		return admitPVCStatus(nodeName, req)
+	case a.APIGroup == certificatesv1.GroupName && a.Resource == "certificatesigningrequests":
+		return admitNodeCSR(nodeName, req)
+	}
+	return nil
+}
+
+// admitPVCStatus lets a kubelet change only what it reports of a claim it
+// mounts (the Node authorizer has checked that it does): capacity,
+// conditions and the resources allocated by an expansion. Anything else,
+// metadata included, is refused, as upstream refuses it.
+func admitPVCStatus(nodeName string, req *auth.AdmissionRequest) error {
+	if req.Operation != auth.Update {
+		return forbidRequest(req, fmt.Errorf("unexpected operation %q", req.Operation))
+	}
+	claim, ok := req.Object.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return forbidRequest(req, fmt.Errorf("unexpected type %T", req.Object))
+	}
+	old, ok := req.OldObject.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return forbidRequest(req, fmt.Errorf("unexpected type %T", req.OldObject))
+	}
+	if !equality.Semantic.DeepEqual(withoutNodeSettablePVCFields(old), withoutNodeSettablePVCFields(claim)) {
+		return forbidRequest(req, fmt.Errorf("node %q is not allowed to update fields other than status.quantity and status.conditions", nodeName))
+	}
+	return nil
+}
+
+// withoutNodeSettablePVCFields is a copy of c without what a kubelet may
+// change, and without the resourceVersion (an unconditional update leaves
+// it empty) and the managed fields.
+func withoutNodeSettablePVCFields(c *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
+	c = c.DeepCopy()
+	c.ResourceVersion = ""
+	c.ManagedFields = nil
+	c.Status.Capacity = nil
+	c.Status.Conditions = nil
+	c.Status.AllocatedResources = nil
+	c.Status.AllocatedResourceStatuses = nil
+	return c
+}
+
+// admitNodeCSR lets a kubelet ask the kubelet signers only for its own
+// name (CN system:node:NAME); requests to other signers are the signer's
+// and the approver's business.
+func admitNodeCSR(nodeName string, req *auth.AdmissionRequest) error {
+	if req.Operation != auth.Create {
+		return nil
+	}
+	csr, ok := req.Object.(*certificatesv1.CertificateSigningRequest)
+	if !ok {
+		return forbidRequest(req, fmt.Errorf("unexpected type %T", req.Object))
+	}
+	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName && csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
+		return nil
+	}
+	block, _ := pem.Decode(csr.Spec.Request)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return forbidRequest(req, errors.New("unable to parse csr: PEM block type must be CERTIFICATE REQUEST"))
+	}
+	x509cr, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return forbidRequest(req, fmt.Errorf("unable to parse csr: %w", err))
+	}
+	if x509cr.Subject.CommonName != auth.NodeUserPrefix+nodeName {
+		return forbidRequest(req, fmt.Errorf("can only create a node CSR with CN=%s%s", auth.NodeUserPrefix, nodeName))
 	}
 	return nil
 }

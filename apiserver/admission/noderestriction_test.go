@@ -2,14 +2,22 @@ package admission
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"net/http"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,6 +69,35 @@ func mirrorPod(mutate func(*corev1.Pod)) *corev1.Pod {
 
 func nodeObj(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+}
+
+// claim is a bound claim of node n1's pods, changed by mutate.
+func claim(mutate func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "app", ResourceVersion: "7"},
+		Spec:   corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1", AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}
+	if mutate != nil {
+		mutate(c)
+	}
+	return c
+}
+
+// csr is node n1 creating a CertificateSigningRequest named csr-1 to signer
+// with a request for common name cn.
+func csr(t *testing.T, signer, cn string) *auth.AdmissionRequest {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr-1"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: signer, Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})}}
+	return &auth.AdmissionRequest{Operation: auth.Create, Object: obj,
+		Attributes: auth.Attributes{User: nodeUser("n1"), APIGroup: "certificates.k8s.io", Resource: "certificatesigningrequests", Name: "csr-1"}}
 }
 
 func TestNodeRestriction(t *testing.T) {
@@ -210,7 +247,36 @@ func TestNodeRestriction(t *testing.T) {
 			code: notFound, msg: `pods "gone" not found`},
 
 		// Passing through.
-		{name: "certificate signing request", req: r(auth.Create, n1, "certificates.k8s.io", "certificatesigningrequests", "", "", "csr-1", nil, nil)},
+		{name: "certificate signing request to another signer", req: csr(t, "kubernetes.io/kube-apiserver-client", "alice")},
+
+		// Claims of its pods: only what a kubelet reports.
+		{name: "claim capacity and conditions", req: r(auth.Update, n1, "", "persistentvolumeclaims", "status", "app", "data",
+			claim(func(c *corev1.PersistentVolumeClaim) {
+				c.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}
+				c.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimFileSystemResizePending, Status: corev1.ConditionTrue}}
+				c.Status.AllocatedResources = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}
+				c.ResourceVersion = ""
+			}), claim(nil))},
+		{name: "claim phase", req: r(auth.Update, n1, "", "persistentvolumeclaims", "status", "app", "data",
+			claim(func(c *corev1.PersistentVolumeClaim) { c.Status.Phase = corev1.ClaimLost }), claim(nil)),
+			code: forbidden, msg: `persistentvolumeclaims "data" is forbidden: node "n1" is not allowed to update fields other than status.quantity and status.conditions`},
+		{name: "claim labels through status", req: r(auth.Update, n1, "", "persistentvolumeclaims", "status", "app", "data",
+			claim(func(c *corev1.PersistentVolumeClaim) { c.Labels = map[string]string{"x": "y"} }), claim(nil)),
+			code: forbidden, msg: `persistentvolumeclaims "data" is forbidden: node "n1" is not allowed to update fields other than status.quantity and status.conditions`},
+		{name: "claim itself", req: r(auth.Update, n1, "", "persistentvolumeclaims", "", "app", "data", claim(nil), claim(nil)),
+			code: forbidden, msg: `persistentvolumeclaims "data" is forbidden: may only update PVC status`},
+
+		// Certificates from the kubelet signers: only for itself.
+		{name: "client certificate for itself", req: csr(t, certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:n1")},
+		{name: "serving certificate for itself", req: csr(t, certificatesv1.KubeletServingSignerName, "system:node:n1")},
+		{name: "client certificate for another node", req: csr(t, certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:n2"),
+			code: forbidden, msg: `certificatesigningrequests.certificates.k8s.io "csr-1" is forbidden: can only create a node CSR with CN=system:node:n1`},
+		{name: "serving certificate for another node", req: csr(t, certificatesv1.KubeletServingSignerName, "system:node:n2"),
+			code: forbidden, msg: `certificatesigningrequests.certificates.k8s.io "csr-1" is forbidden: can only create a node CSR with CN=system:node:n1`},
+		{name: "a request that is no CSR", req: r(auth.Create, n1, "certificates.k8s.io", "certificatesigningrequests", "", "", "csr-1",
+			&certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr-1"},
+				Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: certificatesv1.KubeletServingSignerName, Request: []byte("junk")}}, nil),
+			code: forbidden, msg: `certificatesigningrequests.certificates.k8s.io "csr-1" is forbidden: unable to parse csr: PEM block type must be CERTIFICATE REQUEST`},
 		{name: "event", req: r(auth.Create, n1, "", "events", "", "app", "e", nil, nil)},
 		{name: "its own csinode", req: r(auth.Create, n1, "storage.k8s.io", "csinodes", "", "", "n1", nodeObj("n1", nil), nil)},
 		{name: "another csinode", req: r(auth.Update, n1, "storage.k8s.io", "csinodes", "", "", "n2", nil, nil),
