@@ -257,7 +257,10 @@ func rulesStatus(rules []rbacv1.PolicyRule) authzv1.SubjectRulesReviewStatus {
 var errBadAudiences = apierrors.NewInternalError(errors.New("error validating audiences"))
 
 // tokenReview authenticates spec.token for spec.audiences (none: the API
-// server's). Without a reviewer every token is unauthenticated.
+// server's) with every token authenticator the server has, as a request's
+// bearer token is. A token nobody accepts is unauthenticated with the
+// refusals as its error, or upstream's "invalid bearer token" when none
+// said why. Without a reviewer every token is unauthenticated.
 func tokenReview(ctx context.Context, tr TokenReviewer, review *authnv1.TokenReview) (runtime.Object, error) {
 	if review.Spec.Token == "" {
 		return nil, apierrors.NewBadRequest("token is required for TokenReview in authentication")
@@ -268,6 +271,9 @@ func tokenReview(ctx context.Context, tr TokenReviewer, review *authnv1.TokenRev
 	}
 	u, matched, ok, err := tr.AuthenticateTokenAudiences(ctx, review.Spec.Token, review.Spec.Audiences)
 	review.Status.Authenticated = ok && err == nil
+	if !ok && err == nil {
+		err = auth.ErrInvalidToken
+	}
 	if err != nil {
 		review.Status.Error = err.Error()
 	}

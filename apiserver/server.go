@@ -142,7 +142,9 @@ func (c *Config) validate() error {
 }
 
 // TokenReviewer authenticates a bearer token for TokenReview: the user, and
-// the audiences of the request the token is valid for.
+// the audiences of the request the token is valid for. It should run every
+// token authenticator the server has (an auth.Bearer over them); ok false
+// without error is reported as upstream's "invalid bearer token".
 type TokenReviewer interface {
 	AuthenticateTokenAudiences(ctx context.Context, token string, audiences []string) (u auth.User, matched []string, ok bool, err error)
 }

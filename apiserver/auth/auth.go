@@ -8,12 +8,15 @@ package auth
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
 // User is an authenticated identity.
@@ -140,7 +143,9 @@ func (c Chain) Authenticate(r *http.Request) (User, bool, error) {
 }
 
 // ClientCert authenticates a request by its verified TLS client certificate:
-// the common name is the user and the organizations are the groups.
+// the common name is the user and the organizations are the groups. A
+// certificate without a common name names no user (ok false), as
+// upstream's CommonNameUserConversion.
 type ClientCert struct{}
 
 // Authenticate implements Authenticator.
@@ -149,32 +154,152 @@ func (ClientCert) Authenticate(r *http.Request) (User, bool, error) {
 		return User{}, false, nil
 	}
 	c := r.TLS.VerifiedChains[0][0]
+	if c.Subject.CommonName == "" {
+		return User{}, false, nil
+	}
 	return User{Name: c.Subject.CommonName, Groups: append([]string(nil), c.Subject.Organization...)}, true, nil
 }
 
-// Tokens authenticates bearer tokens against a fixed table.
-type Tokens map[string]User
+// ErrInvalidToken is the answer to a bearer token no token authenticator
+// accepts, as upstream's bearer token authenticator gives it: the request
+// is refused (401), never anonymous.
+var ErrInvalidToken = errors.New("invalid bearer token")
 
-// Authenticate implements Authenticator.
-func (t Tokens) Authenticate(r *http.Request) (User, bool, error) {
-	h := r.Header.Get("Authorization")
-	tok, found := strings.CutPrefix(h, "Bearer ")
-	if !found {
+// TokenAuthenticator authenticates a bearer token for audiences (the API
+// server's when none): the user and the requested audiences the token is
+// valid for. ok is false without error when the token is not one this
+// authenticator knows; err is set when it knows it and refuses it.
+type TokenAuthenticator interface {
+	AuthenticateTokenAudiences(ctx context.Context, token string, audiences []string) (u User, matched []string, ok bool, err error)
+}
+
+// Bearer authenticates a request by its "Authorization: Bearer <token>"
+// header with token authenticators, as upstream's bearertoken
+// authenticator: the scheme is matched case-insensitively, a request
+// without a token has no credential (ok false), and a token nobody accepts
+// is an error (ErrInvalidToken when none said why). It also reviews tokens
+// for TokenReview the same way.
+type Bearer struct {
+	Tokens TokenAuthenticator
+}
+
+// Authenticate implements Authenticator. The header of an authenticated
+// request is removed so that nothing later in the server uses the token.
+func (b Bearer) Authenticate(r *http.Request) (User, bool, error) {
+	token, ok := bearerToken(r.Header.Get("Authorization"))
+	if !ok {
 		return User{}, false, nil
 	}
+	u, _, ok, err := b.AuthenticateTokenAudiences(r.Context(), token, nil)
+	if ok {
+		r.Header.Del("Authorization")
+	}
+	return u, ok, err
+}
+
+// AuthenticateTokenAudiences implements TokenAuthenticator: a token that
+// no authenticator accepts and none refused is ErrInvalidToken.
+func (b Bearer) AuthenticateTokenAudiences(ctx context.Context, token string, audiences []string) (User, []string, bool, error) {
+	if b.Tokens == nil {
+		return User{}, nil, false, ErrInvalidToken
+	}
+	u, matched, ok, err := b.Tokens.AuthenticateTokenAudiences(ctx, token, audiences)
+	if ok && err == nil {
+		return u, matched, true, nil
+	}
+	if err == nil {
+		err = ErrInvalidToken
+	}
+	return User{}, nil, false, err
+}
+
+// bearerToken returns the token of an Authorization header value, as
+// upstream reads it: the word after a case-insensitive "Bearer" and one
+// space (anything after a further space is ignored). An empty token, as
+// with two spaces after the scheme, is no token.
+func bearerToken(header string) (string, bool) {
+	scheme, rest, found := strings.Cut(strings.TrimSpace(header), " ")
+	if !found || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	token, _, _ := strings.Cut(rest, " ")
+	return token, token != ""
+}
+
+// TokenUnion tries token authenticators in order: the first that accepts
+// the token answers. When none does, the errors of those that refused it
+// are returned together (upstream's aggregate), or none: ok false without
+// error.
+type TokenUnion []TokenAuthenticator
+
+// AuthenticateTokenAudiences implements TokenAuthenticator.
+func (tu TokenUnion) AuthenticateTokenAudiences(ctx context.Context, token string, audiences []string) (User, []string, bool, error) {
+	var errs []error
+	for _, a := range tu {
+		u, matched, ok, err := a.AuthenticateTokenAudiences(ctx, token, audiences)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			return u, matched, true, nil
+		}
+	}
+	switch len(errs) {
+	case 0:
+		return User{}, nil, false, nil
+	case 1:
+		return User{}, nil, false, errs[0]
+	}
+	return User{}, nil, false, utilerrors.NewAggregate(errs)
+}
+
+// AudienceAgnostic makes a token table that knows nothing of audiences
+// (static tokens) a TokenAuthenticator valid for the API server's
+// audiences only, as upstream's WrapAudienceAgnosticToken: with no
+// requested audiences its tokens authenticate for APIAudiences; with
+// requested audiences they authenticate only when those include one of
+// APIAudiences, and report the shared ones.
+type AudienceAgnostic struct {
+	APIAudiences []string
+	Tokens       Tokens
+}
+
+// AuthenticateTokenAudiences implements TokenAuthenticator.
+func (a AudienceAgnostic) AuthenticateTokenAudiences(ctx context.Context, token string, audiences []string) (User, []string, bool, error) {
+	if len(audiences) == 0 {
+		audiences = a.APIAudiences
+	}
+	var matched []string
+	for _, aud := range audiences {
+		if slices.Contains(a.APIAudiences, aud) {
+			matched = append(matched, aud)
+		}
+	}
+	if len(audiences) > 0 && len(matched) == 0 {
+		return User{}, nil, false, nil
+	}
+	u, ok, err := a.Tokens.AuthenticateToken(ctx, token)
+	if !ok || err != nil {
+		return User{}, nil, false, err
+	}
+	return u, matched, true, nil
+}
+
+// Tokens is a fixed table of bearer tokens (a --token-auth-file), valid for
+// any audience: serve it through AudienceAgnostic.
+type Tokens map[string]User
+
+// AuthenticateToken returns the user of token, comparing in constant time.
+// An unknown token is ok false without error.
+func (t Tokens) AuthenticateToken(_ context.Context, token string) (User, bool, error) {
 	for known, u := range t {
-		if subtle.ConstantTimeCompare([]byte(known), []byte(strings.TrimSpace(tok))) == 1 {
+		if subtle.ConstantTimeCompare([]byte(known), []byte(token)) == 1 {
 			return u, true, nil
 		}
 	}
-	return User{}, false, errInvalidToken
+	return User{}, false, nil
 }
-
-type authError string
-
-func (e authError) Error() string { return string(e) }
-
-const errInvalidToken = authError("invalid bearer token")
 
 // Attributes describe one request for authorization, as upstream's
 // authorizer.Attributes: a resource request (ResourceRequest true: Verb is

@@ -10,7 +10,7 @@ import (
 )
 
 // LoadTokenFile reads a static token file in upstream's format: one
-// `token,user,uid[,"group1,group2"]` line each.
+// `token,user,uid[,"group1,group2"]` line each (the uid may be empty).
 func LoadTokenFile(path string) (Tokens, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -37,7 +37,7 @@ func ParseTokens(r io.Reader) (Tokens, error) {
 		if len(rec) < 3 || rec[0] == "" || rec[1] == "" {
 			return nil, fmt.Errorf("token file line %d: want token,user,uid[,groups]", line)
 		}
-		u := User{Name: rec[1]}
+		u := User{Name: rec[1], UID: rec[2]}
 		if len(rec) > 3 && rec[3] != "" {
 			for _, g := range strings.Split(rec[3], ",") {
 				u.Groups = append(u.Groups, strings.TrimSpace(g))

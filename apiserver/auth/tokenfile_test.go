@@ -20,6 +20,7 @@ func TestParseTokensAndAuthenticate(t *testing.T) {
 	}{
 		{"Bearer secret1", "alice", []string{"dev", "ops"}, true, false},
 		{"Bearer secret2", "bob", nil, true, false},
+		{"bearer secret2", "bob", nil, true, false},
 		{"Bearer nope", "", nil, false, true},
 		{"", "", nil, false, false},
 		{"Basic abc", "", nil, false, false},
@@ -28,7 +29,7 @@ func TestParseTokensAndAuthenticate(t *testing.T) {
 		if tc.header != "" {
 			r.Header.Set("Authorization", tc.header)
 		}
-		u, ok, err := toks.Authenticate(r)
+		u, ok, err := Bearer{Tokens: AudienceAgnostic{Tokens: toks}}.Authenticate(r)
 		if ok != tc.ok || (err != nil) != tc.bad || u.Name != tc.user || !slices.Equal(u.Groups, tc.groups) {
 			t.Errorf("%q: got %+v ok=%v err=%v", tc.header, u, ok, err)
 		}
@@ -37,5 +38,20 @@ func TestParseTokensAndAuthenticate(t *testing.T) {
 		if _, err := ParseTokens(strings.NewReader(bad)); err == nil {
 			t.Errorf("ParseTokens(%q) accepted a bad file", bad)
 		}
+	}
+}
+
+// TestParseTokensUID checks the third column is the user's UID, as
+// upstream's token file.
+func TestParseTokensUID(t *testing.T) {
+	toks, err := ParseTokens(strings.NewReader("secret1,alice,1001,\"dev,ops\"\nsecret2,bob,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toks["secret1"]; got.Name != "alice" || got.UID != "1001" {
+		t.Errorf("secret1 = %+v, want alice with UID 1001", got)
+	}
+	if got := toks["secret2"]; got.Name != "bob" || got.UID != "" {
+		t.Errorf("secret2 = %+v, want bob without a UID", got)
 	}
 }

@@ -61,7 +61,7 @@ type security struct {
 	rules     auth.RuleResolver
 	admission *admission.Timed
 	issuer    *serviceaccount.Issuer
-	reviewer  *serviceaccount.Authenticator
+	reviewer  auth.Bearer // every token authenticator, for requests and TokenReview
 	mounts    []func(chi.Router)
 	objects   *objects
 	caches    *authCaches // nil without the bus
@@ -87,21 +87,27 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches, rec admiss
 	if err != nil {
 		return nil, err
 	}
-	sec.reviewer, err = serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{
+	saTokens, err := serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{
 		PublicKeys: []*rsa.PublicKey{&key.PublicKey}, Issuers: []string{issuer}, Getter: sec.objects,
 	})
 	if err != nil {
 		return nil, err
 	}
-	sec.authn = auth.Chain{auth.ClientCert{}}
+	// As upstream: the token authenticators (static tokens, valid for the
+	// API server's audiences, then ServiceAccount tokens) sit behind one
+	// bearer authenticator, so a token none accepts is a 401, and
+	// TokenReview runs them all.
+	var tokens auth.TokenUnion
 	if o.TokenFile != "" {
 		toks, err := auth.LoadTokenFile(o.TokenFile)
 		if err != nil {
 			return nil, err
 		}
-		sec.authn = append(sec.authn, toks)
+		tokens = append(tokens, auth.AudienceAgnostic{APIAudiences: saTokens.APIAudiences(), Tokens: toks})
 	}
-	sec.authn = append(sec.authn, sec.reviewer)
+	tokens = append(tokens, saTokens)
+	sec.reviewer = auth.Bearer{Tokens: tokens}
+	sec.authn = auth.Chain{auth.ClientCert{}, sec.reviewer}
 	oidc, jwks, err := serviceaccount.DiscoveryHandlers(issuer, []*rsa.PublicKey{&key.PublicKey})
 	if err != nil {
 		return nil, err

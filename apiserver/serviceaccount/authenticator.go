@@ -5,9 +5,7 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -87,7 +85,9 @@ func (c *AuthenticatorConfig) validate() error {
 
 // Authenticator verifies ServiceAccount tokens, as upstream's JWT token
 // authenticator with the ServiceAccount validator. It implements
-// auth.Authenticator.
+// auth.TokenAuthenticator: an auth.Bearer reads the request's header. A
+// token that is not a JWT of our issuers is not ours (ok false without
+// error), for the other token authenticators to try.
 type Authenticator struct {
 	keys      map[string][]*rsa.PublicKey // by key id
 	issuers   []string
@@ -97,7 +97,7 @@ type Authenticator struct {
 	cache     *tokenCache // nil: no caching
 }
 
-var _ auth.Authenticator = (*Authenticator)(nil)
+var _ auth.TokenAuthenticator = (*Authenticator)(nil)
 
 // NewAuthenticator returns an Authenticator for tokens signed by one of
 // cfg.PublicKeys.
@@ -141,19 +141,10 @@ func NewAuthenticator(cfg AuthenticatorConfig) (*Authenticator, error) {
 	return a, nil
 }
 
-// Authenticate implements auth.Authenticator for an "Authorization: Bearer"
-// header. A request without one, or whose token is not a JWT of our
-// issuers, has ok false and no error.
-func (a *Authenticator) Authenticate(r *http.Request) (auth.User, bool, error) {
-	scheme, token, found := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !found || !strings.EqualFold(scheme, "bearer") {
-		return auth.User{}, false, nil
-	}
-	token = strings.TrimSpace(token)
-	if token == "" {
-		return auth.User{}, false, nil
-	}
-	return a.AuthenticateToken(r.Context(), token)
+// APIAudiences returns the audiences a token must share to authenticate
+// to the API server: the implicit audiences of audience-agnostic tokens.
+func (a *Authenticator) APIAudiences() []string {
+	return slices.Clone(a.audiences)
 }
 
 // AuthenticateToken authenticates token for the API server's audiences.
@@ -163,8 +154,9 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (au
 }
 
 // AuthenticateTokenAudiences authenticates token for audiences (the API
-// server's when empty), as a TokenReview does, and returns the audiences
-// the token shares with them.
+// server's when empty), as a request or a TokenReview does, and returns the
+// audiences the token shares with them. A token that is not a JWT of our
+// issuers has ok false and no error.
 func (a *Authenticator) AuthenticateTokenAudiences(ctx context.Context, token string, audiences []string) (auth.User, []string, bool, error) {
 	requested := authenticator.Audiences(audiences)
 	if len(requested) == 0 {

@@ -26,6 +26,11 @@ func bearer(token string) *http.Request {
 	return r
 }
 
+// authenticate authenticates token for the API server's audiences.
+func (f *fixture) authenticate(token string) (auth.User, bool, error) {
+	return f.authn.AuthenticateToken(context.Background(), token)
+}
+
 func TestAuthenticateRoundTrip(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -48,7 +53,7 @@ func TestAuthenticateRoundTrip(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, 0)
 			tok := f.token(t, tt.bound)
-			u, ok, err := f.authn.Authenticate(bearer(tok))
+			u, ok, err := f.authenticate(tok)
 			if err != nil || !ok {
 				t.Fatalf("Authenticate = %v, %v", ok, err)
 			}
@@ -95,12 +100,9 @@ func TestAuthenticateRejects(t *testing.T) {
 		name string
 		// token returns the bearer token, changing the fixture first if
 		// the case needs it.
-		token  func(t *testing.T, f *fixture) string
-		header string // instead of "Bearer <token>"
-		err    string // "" for ok false without error
+		token func(t *testing.T, f *fixture) string
+		err   string // "" for ok false without error: not our token
 	}{
-		{name: "no header", header: "-"},
-		{name: "basic auth", header: "Basic dXNlcjpwYXNz"},
 		{name: "not a JWT", token: func(*testing.T, *fixture) string { return "0123456789abcdef" }},
 		{name: "another issuer", token: func(t *testing.T, f *fixture) string {
 			return foreignToken(t, testKey(t, 1), "other", jwt.Claims{Issuer: "https://accounts.example.com", Subject: "x"})
@@ -197,14 +199,8 @@ func TestAuthenticateRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, 0)
-			r := httptest.NewRequest(http.MethodGet, "/api", nil)
-			switch {
-			case tt.token != nil:
-				r = bearer(tt.token(t, f))
-			case tt.header != "-":
-				r.Header.Set("Authorization", tt.header)
-			}
-			u, ok, err := f.authn.Authenticate(r)
+			tok := tt.token(t, f)
+			u, ok, err := f.authenticate(tok)
 			if ok {
 				t.Fatalf("authenticated as %+v", u)
 			}
@@ -217,8 +213,47 @@ func TestAuthenticateRejects(t *testing.T) {
 			if !errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("error = %v, want ErrInvalidToken with %q", err, tt.err)
 			}
-			if tt.token != nil && err != nil && strings.Contains(err.Error(), strings.Split(r.Header.Get("Authorization"), ".")[1]) {
+			if parts := strings.Split(tok, "."); len(parts) == 3 && strings.Contains(err.Error(), parts[1]) {
 				t.Error("error carries the token")
+			}
+		})
+	}
+}
+
+// TestBearer checks the authenticator behind auth.Bearer, as the server
+// has it: a token that is not ours is refused (a 401), not anonymous, and
+// a refusal of ours keeps its reason.
+func TestBearer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 0)
+	b := auth.Bearer{Tokens: f.authn}
+	tests := []struct {
+		name   string
+		header string
+		ok     bool
+		err    error // nil: none
+	}{
+		{"valid", "Bearer " + f.token(t, nil), true, nil},
+		{"lower-case scheme", "bearer " + f.token(t, nil), true, nil},
+		{"not a JWT", "Bearer 0123456789abcdef", false, auth.ErrInvalidToken},
+		{"another issuer", "Bearer " + foreignToken(t, testKey(t, 1), "other", jwt.Claims{Issuer: "https://accounts.example.com", Subject: "x"}), false, auth.ErrInvalidToken},
+		{"wrong audience", "Bearer " + f.token(t, nil, "vault"), false, ErrInvalidToken},
+		{"no header", "", false, nil},
+		{"basic auth", "Basic dXNlcjpwYXNz", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := httptest.NewRequest(http.MethodGet, "/api", nil)
+			if tt.header != "" {
+				r.Header.Set("Authorization", tt.header)
+			}
+			u, ok, err := b.Authenticate(r)
+			if ok != tt.ok || !errors.Is(err, tt.err) || (tt.err == nil && err != nil) {
+				t.Fatalf("= %+v, %v, %v; want ok %v error %v", u, ok, err, tt.ok, tt.err)
+			}
+			if ok && u.Name != "system:serviceaccount:team:robot" {
+				t.Errorf("user = %+v", u)
 			}
 		})
 	}
@@ -231,11 +266,11 @@ func TestTerminatingPodKeepsToken(t *testing.T) {
 	p := newPod()
 	p.DeletionTimestamp = &metav1.Time{Time: f.clock.Now().Add(30 * time.Second)} // graceful deletion
 	f.getter.put(p)
-	if _, ok, err := f.authn.Authenticate(bearer(tok)); !ok || err != nil {
+	if _, ok, err := f.authenticate(tok); !ok || err != nil {
 		t.Fatalf("during graceful termination: %v, %v", ok, err)
 	}
 	f.clock.Step(91 * time.Second) // a minute past the deletion timestamp
-	if _, ok, err := f.authn.Authenticate(bearer(tok)); ok || !errors.Is(err, ErrInvalidToken) {
+	if _, ok, err := f.authenticate(tok); ok || !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("after termination: %v, %v", ok, err)
 	}
 }
@@ -283,13 +318,13 @@ func TestCache(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 0)
 	tok := f.token(t, newPod())
-	u1, ok, err := f.authn.Authenticate(bearer(tok))
+	u1, ok, err := f.authenticate(tok)
 	if !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	lookups := f.getter.count()
 	u1.Groups[0] = "changed by the caller"
-	u2, ok, err := f.authn.Authenticate(bearer(tok))
+	u2, ok, err := f.authenticate(tok)
 	if !ok || err != nil {
 		t.Fatal(ok, err)
 	}
@@ -306,11 +341,11 @@ func TestCache(t *testing.T) {
 
 	// Deleting the pod takes effect when the entry expires.
 	f.getter.remove(newPod())
-	if _, ok, _ := f.authn.Authenticate(bearer(tok)); !ok {
+	if _, ok, _ := f.authenticate(tok); !ok {
 		t.Errorf("cached token refused before the TTL")
 	}
 	f.clock.Step(defaultCacheTTL + time.Second)
-	if _, ok, err := f.authn.Authenticate(bearer(tok)); ok || !errors.Is(err, ErrInvalidToken) {
+	if _, ok, err := f.authenticate(tok); ok || !errors.Is(err, ErrInvalidToken) {
 		t.Errorf("token of a deleted pod after the TTL: %v, %v", ok, err)
 	}
 	if f.getter.count() == lookups {
@@ -361,10 +396,10 @@ func BenchmarkAuthenticate(b *testing.B) {
 	}{{"cached", 0}, {"uncached", -1}} {
 		b.Run(bc.name, func(b *testing.B) {
 			f := newFixture(b, bc.ttl)
-			r := bearer(f.token(b, newPod()))
+			tok := f.token(b, newPod())
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, ok, err := f.authn.Authenticate(r); !ok || err != nil {
+				if _, ok, err := f.authenticate(tok); !ok || err != nil {
 					b.Fatal(ok, err)
 				}
 			}

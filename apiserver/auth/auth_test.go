@@ -1,0 +1,191 @@
+package auth
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+)
+
+func certRequest(subject pkix.Name) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/api", nil)
+	r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: subject}}}}
+	return r
+}
+
+func TestClientCert(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		r      *http.Request
+		ok     bool
+		user   string
+		groups []string
+	}{
+		{"user and groups", certRequest(pkix.Name{CommonName: "alice", Organization: []string{"dev", "ops"}}), true, "alice", []string{"dev", "ops"}},
+		{"no groups", certRequest(pkix.Name{CommonName: "bob"}), true, "bob", nil},
+		// An empty common name is no user, as upstream's
+		// CommonNameUserConversion: other authenticators may answer.
+		{"empty common name", certRequest(pkix.Name{Organization: []string{"system:masters"}}), false, "", nil},
+		{"no TLS", httptest.NewRequest(http.MethodGet, "/api", nil), false, "", nil},
+		{"unverified", func() *http.Request {
+			r := httptest.NewRequest(http.MethodGet, "/api", nil)
+			r.TLS = &tls.ConnectionState{}
+			return r
+		}(), false, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u, ok, err := ClientCert{}.Authenticate(tt.r)
+			if err != nil || ok != tt.ok || u.Name != tt.user || !slices.Equal(u.Groups, tt.groups) {
+				t.Errorf("= %+v, %v, %v; want %v %q %v", u, ok, err, tt.ok, tt.user, tt.groups)
+			}
+		})
+	}
+}
+
+// tokenFunc adapts a function to TokenAuthenticator.
+type tokenFunc func(token string, audiences []string) (User, []string, bool, error)
+
+func (f tokenFunc) AuthenticateTokenAudiences(_ context.Context, token string, audiences []string) (User, []string, bool, error) {
+	return f(token, audiences)
+}
+
+// knows accepts token as user, refuses "refused" with err, and does not
+// know other tokens.
+func knows(token, user string, err error) tokenFunc {
+	return func(tok string, audiences []string) (User, []string, bool, error) {
+		switch tok {
+		case token:
+			return User{Name: user}, audiences, true, nil
+		case "refused":
+			return User{}, nil, false, err
+		}
+		return User{}, nil, false, nil
+	}
+}
+
+func TestBearer(t *testing.T) {
+	t.Parallel()
+	expired := errors.New("token has expired")
+	b := Bearer{Tokens: TokenUnion{knows("a", "alice", nil), knows("b", "bob", expired)}}
+	tests := []struct {
+		name   string
+		header string // "-": none
+		user   string // "": not authenticated
+		err    string
+	}{
+		{name: "first authenticator", header: "Bearer a", user: "alice"},
+		{name: "second authenticator", header: "Bearer b", user: "bob"},
+		{name: "lower-case scheme", header: "bearer a", user: "alice"},
+		{name: "mixed-case scheme", header: "bEaReR b", user: "bob"},
+		{name: "surrounding space", header: " Bearer a\t", user: "alice"},
+		{name: "words after the token", header: "Bearer a b", user: "alice"},
+		{name: "unknown token", header: "Bearer c", err: "invalid bearer token"},
+		{name: "refused", header: "Bearer refused", err: "token has expired"},
+		{name: "no header", header: "-"},
+		{name: "empty header", header: ""},
+		{name: "scheme only", header: "Bearer"},
+		{name: "empty token", header: "Bearer "},
+		{name: "space before the token", header: "Bearer  a"},
+		{name: "other scheme", header: "Basic YTpi"},
+		{name: "no space after the scheme", header: "Bearera"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := httptest.NewRequest(http.MethodGet, "/api", nil)
+			if tt.header != "-" {
+				r.Header.Set("Authorization", tt.header)
+			}
+			u, ok, err := b.Authenticate(r)
+			if ok != (tt.user != "") || u.Name != tt.user {
+				t.Errorf("= %+v, %v; want user %q", u, ok, tt.user)
+			}
+			if (err == nil) != (tt.err == "") || (err != nil && err.Error() != tt.err) {
+				t.Errorf("error = %v, want %q", err, tt.err)
+			}
+			if ok && r.Header.Get("Authorization") != "" {
+				t.Error("the token stayed in the request after authentication")
+			}
+		})
+	}
+	if _, _, _, err := (Bearer{}).AuthenticateTokenAudiences(context.Background(), "a", nil); !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("no token authenticators: error %v, want ErrInvalidToken", err)
+	}
+}
+
+func TestTokenUnion(t *testing.T) {
+	t.Parallel()
+	e1, e2 := errors.New("bad signature"), errors.New("token has expired")
+	tests := []struct {
+		name  string
+		union TokenUnion
+		token string
+		user  string
+		err   string
+	}{
+		{"first accepts", TokenUnion{knows("t", "alice", nil), knows("t", "bob", nil)}, "t", "alice", ""},
+		{"a refusal does not stop the others", TokenUnion{knows("x", "alice", e1), knows("refused", "bob", nil)}, "refused", "bob", ""},
+		{"nobody knows it", TokenUnion{knows("x", "alice", nil), knows("y", "bob", nil)}, "t", "", ""},
+		{"one refusal", TokenUnion{knows("x", "alice", nil), knows("y", "bob", e1)}, "refused", "", "bad signature"},
+		{"two refusals", TokenUnion{knows("x", "alice", e1), knows("y", "bob", e2)}, "refused", "", "[bad signature, token has expired]"},
+		{"empty", nil, "t", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u, _, ok, err := tt.union.AuthenticateTokenAudiences(context.Background(), tt.token, nil)
+			if ok != (tt.user != "") || u.Name != tt.user {
+				t.Errorf("= %+v, %v; want user %q", u, ok, tt.user)
+			}
+			if (err == nil) != (tt.err == "") || (err != nil && err.Error() != tt.err) {
+				t.Errorf("error = %v, want %q", err, tt.err)
+			}
+		})
+	}
+	_, _, _, err := TokenUnion{knows("x", "alice", e1), knows("y", "bob", e2)}.AuthenticateTokenAudiences(context.Background(), "refused", nil)
+	if !errors.Is(err, e1) || !errors.Is(err, e2) {
+		t.Errorf("aggregate %v does not hold both refusals", err)
+	}
+}
+
+func TestAudienceAgnostic(t *testing.T) {
+	t.Parallel()
+	toks := Tokens{"static": {Name: "alice", UID: "1001"}}
+	api := []string{"https://kubernetes.default.svc", "api"}
+	tests := []struct {
+		name      string
+		api       []string
+		token     string
+		requested []string
+		ok        bool
+		matched   []string
+	}{
+		{"API audiences", api, "static", nil, true, api},
+		{"one API audience requested", api, "static", []string{"vault", "api"}, true, []string{"api"}},
+		{"other audiences", api, "static", []string{"vault"}, false, nil},
+		{"unknown token", api, "nope", nil, false, nil},
+		{"no API audiences", nil, "static", nil, true, nil},
+		{"no API audiences, audiences requested", nil, "static", []string{"api"}, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a := AudienceAgnostic{APIAudiences: tt.api, Tokens: toks}
+			u, matched, ok, err := a.AuthenticateTokenAudiences(context.Background(), tt.token, tt.requested)
+			if err != nil || ok != tt.ok || !slices.Equal(matched, tt.matched) {
+				t.Fatalf("= %+v, %v, %v, %v; want ok %v matched %v", u, matched, ok, err, tt.ok, tt.matched)
+			}
+			if ok && (u.Name != "alice" || u.UID != "1001") {
+				t.Errorf("user = %+v", u)
+			}
+		})
+	}
+}
