@@ -8,12 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -50,9 +52,24 @@ func decodeBody(r *http.Request, res *resource.Resource) (runtime.Object, []stri
 	return obj, append(warnings, more...), nil
 }
 
+// writeWarnings sends each warning as upstream does: a Warning header with
+// code 299, agent "-" and the text as an HTTP quoted string, its quotes
+// and backslashes escaped (clients show them as written). Control
+// characters, which a header cannot carry, become spaces.
 func writeWarnings(w http.ResponseWriter, warnings []string) {
 	for _, msg := range warnings {
-		w.Header().Add("Warning", `299 - "`+strings.ReplaceAll(msg, `"`, `'`)+`"`)
+		h, err := utilnet.NewWarningHeader(299, "-", msg)
+		if err != nil {
+			h, err = utilnet.NewWarningHeader(299, "-", strings.ToValidUTF8(strings.Map(func(r rune) rune {
+				if unicode.IsControl(r) {
+					return ' '
+				}
+				return r
+			}, msg), "?"))
+		}
+		if err == nil {
+			w.Header().Add("Warning", h)
+		}
 	}
 }
 
