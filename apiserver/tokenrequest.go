@@ -78,6 +78,9 @@ func (s *Server) tokenRequest(w http.ResponseWriter, r *http.Request, ri Request
 	if err != nil {
 		return err
 	}
+	if asked, given := req.Spec.ExpirationSeconds, out.Spec.ExpirationSeconds; asked != nil && given != nil && *given < *asked {
+		addWarnings(ctx, []string{fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", *asked, *given)})
+	}
 	out.TypeMeta = metav1.TypeMeta{Kind: "TokenRequest", APIVersion: "authentication.k8s.io/v1"}
 	return writeNegotiated(w, r, http.StatusCreated, out)
 }
@@ -122,8 +125,8 @@ func (s *Server) tokenBoundObject(ctx context.Context, ns string, req *authnv1.T
 	if ref.UID != "" && ref.UID != m.GetUID() {
 		return nil, apierrors.NewConflict(bres.GroupResource(), ref.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 	}
-	if m.GetDeletionTimestamp() != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind a token to %s %q: it is being deleted", ref.Kind, ref.Name))
-	}
+	// An object being deleted still gets tokens, as upstream: a pod's
+	// kubelet renews them while the pod terminates, and the authenticator
+	// stops accepting them a minute after the deletion began.
 	return m, nil
 }

@@ -43,6 +43,9 @@ type AuthOptions struct {
 	EnableAdmissionPlugins, DisableAdmissionPlugins []string
 	// ServiceAccountIssuer is the iss of ServiceAccount tokens.
 	ServiceAccountIssuer string
+	// ServiceAccountMaxTokenExpiration caps the lifetime of requested
+	// tokens (0: no cap), as upstream's --service-account-max-token-expiration.
+	ServiceAccountMaxTokenExpiration time.Duration
 	// AdvertiseAddress is where pods reach this API server (the endpoints
 	// of the kubernetes Service); empty: the bind address. AdvertisePort
 	// defaults to the listening port.
@@ -83,7 +86,8 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches, rec admiss
 	// Tokens of the projected kube-api-access volumes (3607 s) are valid
 	// for a year, as upstream's --service-account-extend-token-expiration
 	// (on by default) makes them: the kubelet writes them once per start.
-	sec.issuer, err = serviceaccount.NewIssuer(serviceaccount.IssuerConfig{Key: key, Issuer: issuer, Nodes: sec.objects, ExtendExpiration: true})
+	sec.issuer, err = serviceaccount.NewIssuer(serviceaccount.IssuerConfig{Key: key, Issuer: issuer, Nodes: sec.objects, ExtendExpiration: true,
+		MaxExpiration: o.Auth.ServiceAccountMaxTokenExpiration})
 	if err != nil {
 		return nil, err
 	}

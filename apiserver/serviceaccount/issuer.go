@@ -5,7 +5,6 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -28,7 +27,7 @@ const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
 const (
 	defaultExpirationSeconds = 3600
 	minExpiration            = 10 * time.Minute
-	defaultMaxExpiration     = 48 * time.Hour
+	maxExpirationSeconds     = 1 << 32
 	// warnOnlyExpirationSeconds is what the kubelet asks for a projected
 	// token; with ExtendExpiration such a pod-bound token lives
 	// extendedExpiration and only warns after the hour.
@@ -52,8 +51,9 @@ type IssuerConfig struct {
 	// APIAudiences are the audiences of a token request that names none;
 	// [Issuer] when empty.
 	APIAudiences []string
-	// MaxExpiration caps a requested lifetime: 48h when zero, else between
-	// an hour and 2^32 seconds, as upstream's --service-account-max-token-expiration.
+	// MaxExpiration caps a requested lifetime: no cap when zero, else
+	// between an hour and 2^32 seconds, as upstream's
+	// --service-account-max-token-expiration.
 	MaxExpiration time.Duration
 	// ExtendExpiration, as upstream's --service-account-extend-token-expiration,
 	// makes a pod-bound token for the API audiences that asks for 3607 s
@@ -73,7 +73,7 @@ func (c *IssuerConfig) validate() error {
 	if c.Key.N.BitLen() < keyBits {
 		return fmt.Errorf("serviceaccount: signing key has %d bits, want at least %d", c.Key.N.BitLen(), keyBits)
 	}
-	if c.MaxExpiration != 0 && (c.MaxExpiration < time.Hour || c.MaxExpiration > math.MaxUint32*time.Second) {
+	if c.MaxExpiration != 0 && (c.MaxExpiration < time.Hour || c.MaxExpiration > maxExpirationSeconds*time.Second) {
 		return errors.New("serviceaccount: the maximum token expiration must be between 1 hour and 2^32 seconds")
 	}
 	return nil
@@ -122,9 +122,6 @@ func NewIssuer(cfg IssuerConfig) (*Issuer, error) {
 	if len(i.audiences) == 0 {
 		i.audiences = []string{i.issuer}
 	}
-	if i.maxExp == 0 {
-		i.maxExp = defaultMaxExpiration
-	}
 	if i.now == nil {
 		i.now = time.Now
 	}
@@ -155,7 +152,8 @@ func BoundRef(req *authnv1.TokenRequest) (kind, name string, ok bool) {
 // serviceaccounts/token subresource: it defaults and validates the spec,
 // binds the token to bound (nil, or the object BoundRef names, fetched by
 // the caller, who returns its NotFound as is), caps the lifetime at
-// MaxExpiration and returns a copy of req with the token in its status.
+// MaxExpiration, if any, and returns a copy of req with the token in its
+// status (and the lifetime it was given in spec.expirationSeconds).
 // Errors are API status errors.
 func (i *Issuer) TokenRequest(ctx context.Context, sa *corev1.ServiceAccount, req *authnv1.TokenRequest, bound metav1.Object) (*authnv1.TokenRequest, error) {
 	if sa == nil || req == nil {
@@ -188,7 +186,7 @@ func (i *Issuer) TokenRequest(ctx context.Context, sa *corev1.ServiceAccount, re
 	if err != nil {
 		return nil, err
 	}
-	if maxSecs := int64(i.maxExp / time.Second); *out.Spec.ExpirationSeconds > maxSecs {
+	if maxSecs := int64(i.maxExp / time.Second); maxSecs > 0 && *out.Spec.ExpirationSeconds > maxSecs {
 		*out.Spec.ExpirationSeconds = maxSecs
 	}
 	exp := time.Duration(*out.Spec.ExpirationSeconds) * time.Second
@@ -228,7 +226,7 @@ func validateSpec(spec *authnv1.TokenRequestSpec) field.ErrorList {
 	switch secs := *spec.ExpirationSeconds; {
 	case secs < int64(minExpiration/time.Second):
 		errs = append(errs, field.Invalid(p.Child("expirationSeconds"), secs, "may not specify a duration less than 10 minutes"))
-	case secs > math.MaxUint32:
+	case secs > maxExpirationSeconds:
 		errs = append(errs, field.Invalid(p.Child("expirationSeconds"), secs, "may not specify a duration larger than 2^32 seconds"))
 	}
 	if r := spec.BoundObjectRef; r != nil && r.Name == "" {

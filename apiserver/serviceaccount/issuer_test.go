@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"errors"
-	"math"
 	"net/http"
 	"reflect"
 	"strings"
@@ -171,6 +170,29 @@ func TestTokenRequestDefaults(t *testing.T) {
 	}
 }
 
+// TestTokenRequestUncapped: without a maximum, as upstream's default, a
+// token lives as long as it asks, up to 2^32 seconds.
+func TestTokenRequestUncapped(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	iss, err := NewIssuer(IssuerConfig{Key: testKey(t, 0), Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secs := range []int64{7 * 24 * 3600, 1 << 32} {
+		out, err := iss.TokenRequest(context.Background(), newSA(), &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To(secs)}}, nil)
+		if err != nil {
+			t.Fatalf("%d s: %v", secs, err)
+		}
+		if *out.Spec.ExpirationSeconds != secs {
+			t.Errorf("%d s asked, %d s given", secs, *out.Spec.ExpirationSeconds)
+		}
+		if claims := decodeSegment(t, out.Status.Token, 1); claims["exp"] != float64(c.Now().Unix()+secs) {
+			t.Errorf("%d s asked: exp %v, want %d", secs, claims["exp"], c.Now().Unix()+secs)
+		}
+	}
+}
+
 func TestTokenRequestErrors(t *testing.T) {
 	t.Parallel()
 	iss, err := NewIssuer(IssuerConfig{Key: testKey(t, 0)})
@@ -192,7 +214,7 @@ func TestTokenRequestErrors(t *testing.T) {
 	}{
 		{"too short", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](599)}}, nil,
 			http.StatusUnprocessableEntity, "spec.expirationSeconds", "may not specify a duration less than 10 minutes"},
-		{"too long", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](math.MaxUint32 + 1)}}, nil,
+		{"too long", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](1<<32 + 1)}}, nil,
 			http.StatusUnprocessableEntity, "spec.expirationSeconds", "may not specify a duration larger than 2^32 seconds"},
 		{"bound name missing", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1"}}}, nil,
 			http.StatusUnprocessableEntity, "spec.boundObjectRef.name", "Required value"},
