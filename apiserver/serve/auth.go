@@ -157,7 +157,7 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches, rec admiss
 		return nil, err
 	}
 	plugins, err := admission.BuildPlugins(names, admission.Deps{
-		Namespaces: sec.objects, ServiceAccounts: sec.objects, Pods: sec.objects, Nodes: sec.objects,
+		Namespaces: sec.objects, ServiceAccounts: sec.objects, Pods: sec.objects, Nodes: sec.objects, NamespacePods: sec.objects,
 		PriorityClasses: &admission.StoredPriorityClasses{Store: store},
 		StorageClasses:  admission.StoredStorageClasses{Store: store},
 		Factories: map[string]func() (auth.Admitter, error){

@@ -93,6 +93,15 @@ func (o *objects) GetPod(ctx context.Context, namespace, name string) (*corev1.P
 	return live[*corev1.Pod](ctx, o, gvrPods, namespace, name)
 }
 
+// ListPods implements admission.PodLister (PodSecurity's view of the
+// pods a namespace already runs when its enforce level tightens).
+func (o *objects) ListPods(ctx context.Context, namespace string) ([]*corev1.Pod, error) {
+	if o.caches != nil {
+		return o.caches.pods.ListNamespace(namespace), nil
+	}
+	return liveList[*corev1.Pod](ctx, o, gvrPods, namespace)
+}
+
 // GetSecret reads a Secret from etcd (Secrets are not cached: their data
 // stays off the bus).
 func (o *objects) GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {

@@ -4,25 +4,32 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/test/harness"
@@ -144,8 +151,9 @@ func TestIntegrationAuthNodeCredentials(t *testing.T) {
 }
 
 // TestIntegrationAuthAdmission: PodSecurity's restricted level refuses a
-// privileged pod with upstream's message, and a ResourceQuota of 3 pods
-// refuses the fourth with upstream's "exceeded quota".
+// privileged pod with upstream's message, tightening a namespace warns
+// about its pods, and a ResourceQuota of 3 pods refuses the fourth with
+// upstream's "exceeded quota".
 func TestIntegrationAuthAdmission(t *testing.T) {
 	harness.SkipShort(t)
 	s := harness.StartServer(t, "", "--disable-scheduler")
@@ -162,6 +170,35 @@ func TestIntegrationAuthAdmission(t *testing.T) {
 	_, err := cs.CoreV1().Pods("locked").Create(ctx, p, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `pods "root" is forbidden: violates PodSecurity "restricted:latest": privileged (container "c" must not set securityContext.privileged=true)`) {
 		t.Errorf("privileged pod in a restricted namespace: %v", err)
+	}
+
+	// Tightening a namespace's enforce level warns about the pods it
+	// already runs, as upstream's dry run of the label shows users.
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lax"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDefaultSA(t, cs, "lax")
+	if _, err := cs.CoreV1().Pods("lax").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("privileged pod in an unlabelled namespace: %v", err)
+	}
+	// The API server lists the namespace's pods from its bus-fed cache.
+	harness.Eventually(t, 15*time.Second, func() error {
+		warnings := &warningRecorder{}
+		cfg := s.RESTConfig(t)
+		cfg.WarningHandler = warnings
+		wcs := kubernetes.NewForConfigOrDie(cfg)
+		patch := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"baseline"}}}`)
+		if _, err := wcs.CoreV1().Namespaces().Patch(ctx, "lax", types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			return err
+		}
+		want := []string{`existing pods in namespace "lax" violate the new PodSecurity enforce level "baseline:latest"`, `root: privileged`}
+		if got := warnings.all(); !slices.Equal(got, want) {
+			return fmt.Errorf("warnings of the dry-run relabel: %q, want %q", got, want)
+		}
+		return nil
+	})
+	if ns, err := cs.CoreV1().Namespaces().Get(ctx, "lax", metav1.GetOptions{}); err != nil || ns.Labels["pod-security.kubernetes.io/enforce"] != "" {
+		t.Errorf("the dry run changed the namespace: %v %v", ns.Labels, err)
 	}
 
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "quota"}}, metav1.CreateOptions{}); err != nil {
@@ -201,6 +238,24 @@ func TestIntegrationAuthAdmission(t *testing.T) {
 	if used := got.Status.Used[corev1.ResourcePods]; used.Value() != 3 {
 		t.Errorf("quota used = %s, want 3", used.String())
 	}
+}
+
+// warningRecorder is a client-go WarningHandler that keeps the warnings.
+type warningRecorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, text)
+}
+
+func (w *warningRecorder) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.got)
 }
 
 func waitDefaultSA(t testing.TB, cs kubernetes.Interface, ns string) {
@@ -435,5 +490,71 @@ func TestIntegrationAPIServerWithoutCAKey(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(keyless, "ca.key")); !os.IsNotExist(err) {
 		t.Errorf("the API server made a CA key: %v", err)
+	}
+}
+
+// TestIntegrationAuthTokenRequest: the TokenRequest API caps lifetimes at
+// --service-account-max-token-expiration with upstream's warning, and
+// still issues tokens bound to a pod that is being deleted (its kubelet
+// renews them while the pod terminates), as upstream does.
+func TestIntegrationAuthTokenRequest(t *testing.T) {
+	harness.SkipShort(t)
+	s := harness.StartServer(t, "", append(slices.Clone(apiOnly), "--service-account-max-token-expiration=24h")...)
+	warnings := &warningRecorder{}
+	cfg := s.RESTConfig(t)
+	cfg.WarningHandler = warnings
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lifetime := func(tr *authnv1.TokenRequest) int64 {
+		t.Helper()
+		parts := strings.Split(tr.Status.Token, ".")
+		if len(parts) != 3 {
+			t.Fatalf("the token is no JWT: %q", tr.Status.Token)
+		}
+		payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var claims struct{ Exp, Iat int64 }
+		if err := json.Unmarshal(payload, &claims); err != nil {
+			t.Fatal(err)
+		}
+		return claims.Exp - claims.Iat
+	}
+
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](48 * 3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *tr.Spec.ExpirationSeconds; got != 24*3600 || lifetime(tr) != 24*3600 {
+		t.Errorf("48h asked under a 24h maximum: spec %d s, token %d s; want 86400", got, lifetime(tr))
+	}
+	if want := []string{"requested expiration of 172800 seconds shortened to 86400 seconds"}; !slices.Equal(warnings.all(), want) {
+		t.Errorf("warnings %q, want %q", warnings.all(), want)
+	}
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "leaving", Finalizers: []string{"example.com/hold"}},
+		Spec: corev1.PodSpec{ServiceAccountName: "robot", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	created, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "leaving", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bound := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "leaving", UID: created.UID}}}
+	tr, err = cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", bound, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token bound to a pod being deleted: %v", err)
+	}
+	review, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !review.Status.Authenticated || review.Status.User.Username != "system:serviceaccount:default:robot" {
+		t.Errorf("the token of a terminating pod, reviewed: %+v", review.Status)
 	}
 }
