@@ -2,9 +2,13 @@ package rbac
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
 )
@@ -30,9 +34,17 @@ func NewAuthorizer(l Lister) *Authorizer {
 // Authorize implements auth.Authorizer. The reason of an Allow names the
 // binding, its role and the subject that matched, as upstream:
 // `RBAC: allowed by ClusterRoleBinding "NAME" of ClusterRole "ROLE" to User "USER"`.
+// A NoOpinion's reason names the roles the user's bindings refer to that
+// do not exist, as upstream's does
+// (`RBAC: clusterrole.rbac.authorization.k8s.io "NAME" not found`), so
+// that the 403 says why a binding grants nothing.
 func (a *Authorizer) Authorize(_ context.Context, attrs auth.Attributes) (auth.Decision, string, error) {
 	var reason string
+	var missing []error
 	a.visit(&attrs.User, attrs.Namespace, func(g grant) bool {
+		if g.missing {
+			missing = append(missing, g.missingRole())
+		}
 		for i := range g.rules {
 			if ruleAllows(&attrs, &g.rules[i]) {
 				reason = g.reason()
@@ -43,6 +55,9 @@ func (a *Authorizer) Authorize(_ context.Context, attrs auth.Attributes) (auth.D
 	})
 	if reason != "" {
 		return auth.Allow, reason, nil
+	}
+	if len(missing) > 0 {
+		return auth.NoOpinion, "RBAC: " + utilerrors.NewAggregate(missing).Error(), nil
 	}
 	return auth.NoOpinion, "", nil
 }
@@ -71,6 +86,24 @@ type grant struct {
 	subject        *rbacv1.Subject
 	rules          []rbacv1.PolicyRule
 	missing        bool
+}
+
+// missingRole is the error upstream's rule resolver reports for a binding
+// whose role does not exist: the lister's NotFound of the role's kind.
+func (g grant) missingRole() error {
+	ref := g.roleRef()
+	switch ref.Kind {
+	case "Role", "ClusterRole":
+		return apierrors.NewNotFound(rbacv1.Resource(strings.ToLower(ref.Kind)), ref.Name)
+	}
+	return fmt.Errorf("unsupported role reference kind: %q", ref.Kind)
+}
+
+func (g grant) roleRef() rbacv1.RoleRef {
+	if g.clusterBinding != nil {
+		return g.clusterBinding.RoleRef
+	}
+	return g.binding.RoleRef
 }
 
 // reason describes the grant as upstream's rule resolver does, with %q

@@ -138,7 +138,7 @@ func subjectsPolicy() Policy {
 			{ObjectMeta: metav1.ObjectMeta{Name: "robots"}, RoleRef: clusterRoleRef("pod-reader"),
 				Subjects: []rbacv1.Subject{serviceAccount("ops", "robot"), serviceAccount("", "unscoped")}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}, RoleRef: clusterRoleRef("missing"),
-				Subjects: []rbacv1.Subject{user("carol")}},
+				Subjects: []rbacv1.Subject{user("carol"), group("haunted")}},
 		},
 		RoleBindings: []*rbacv1.RoleBinding{
 			roleRefBinding("team", "local", roleRef("local-reader"), serviceAccount("", "builder"), user("dave")),
@@ -176,7 +176,8 @@ func TestAuthorize(t *testing.T) {
 		{"service account namespace prefix", sa("ops2", "robot"), "default", auth.NoOpinion, ""},
 		{"service account user name without prefix", auth.User{Name: "ops:robot"}, "default", auth.NoOpinion, ""},
 		{"cluster binding subject without namespace", sa("default", "unscoped"), "default", auth.NoOpinion, ""},
-		{"binding to a missing role", auth.User{Name: "carol"}, "default", auth.NoOpinion, ""},
+		{"binding to a missing role", auth.User{Name: "carol"}, "default", auth.NoOpinion,
+			`RBAC: clusterrole.rbac.authorization.k8s.io "missing" not found`},
 		{"role binding, namespace defaulted", sa("team", "builder"), "team", auth.Allow,
 			`RBAC: allowed by RoleBinding "local/team" of Role "local-reader" to ServiceAccount "builder/team"`},
 		{"role binding, defaulted namespace is the binding's", sa("other", "builder"), "team", auth.NoOpinion, ""},
@@ -187,7 +188,12 @@ func TestAuthorize(t *testing.T) {
 		{"role binding to a cluster role", auth.User{Name: "f", Groups: []string{"team-members"}}, "team", auth.Allow,
 			`RBAC: allowed by RoleBinding "shared/team" of ClusterRole "pod-reader" to Group "team-members"`},
 		{"role binding to a cluster role, other namespace", auth.User{Name: "f", Groups: []string{"team-members"}}, "default", auth.NoOpinion, ""},
-		{"role binding to a missing role", auth.User{Name: "erin"}, "team", auth.NoOpinion, ""},
+		{"role binding to a missing role", auth.User{Name: "erin"}, "team", auth.NoOpinion,
+			`RBAC: role.rbac.authorization.k8s.io "missing" not found`},
+		{"two missing roles", auth.User{Name: "erin", Groups: []string{"haunted"}}, "team", auth.NoOpinion,
+			`RBAC: [clusterrole.rbac.authorization.k8s.io "missing" not found, role.rbac.authorization.k8s.io "missing" not found]`},
+		{"a missing role and one that allows", auth.User{Name: "carol", Groups: []string{"readers"}}, "default", auth.Allow,
+			`RBAC: allowed by ClusterRoleBinding "users" of ClusterRole "pod-reader" to Group "readers"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
