@@ -112,14 +112,21 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches, rec admiss
 	tokens = append(tokens, saTokens)
 	sec.reviewer = auth.Bearer{Tokens: tokens}
 	sec.authn = auth.Chain{auth.ClientCert{}, sec.reviewer}
-	oidc, jwks, err := serviceaccount.DiscoveryHandlers(issuer, []*rsa.PublicKey{&key.PublicKey})
-	if err != nil {
-		return nil, err
+	// An issuer that is no https URL (upstream accepts any string) still
+	// signs and verifies tokens; as upstream, only the OIDC discovery
+	// documents, which need one, are not served.
+	if oidc, jwks, err := serviceaccount.DiscoveryHandlers(issuer, []*rsa.PublicKey{&key.PublicKey}); err != nil {
+		logger := o.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.Error("not serving the ServiceAccount issuer discovery documents", "issuer", issuer, "err", err)
+	} else {
+		sec.mounts = append(sec.mounts, func(r chi.Router) {
+			r.Handle(serviceaccount.OpenIDConfigPath, oidc)
+			r.Handle(serviceaccount.JWKSPath, jwks)
+		})
 	}
-	sec.mounts = append(sec.mounts, func(r chi.Router) {
-		r.Handle(serviceaccount.OpenIDConfigPath, oidc)
-		r.Handle(serviceaccount.JWKSPath, jwks)
-	})
 
 	graph := nodeauth.NewGraph()
 	var lister rbac.Lister = rbac.NewStaticLister(rbac.Policy{})

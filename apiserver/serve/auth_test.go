@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubebus/kubebus/apiserver/serviceaccount"
 )
 
@@ -139,5 +143,31 @@ func TestTokenReviewerRunsStaticTokens(t *testing.T) {
 				t.Errorf("error = %v, want %q", err, tt.err)
 			}
 		})
+	}
+}
+
+// TestIssuerWithoutDiscovery: an issuer that is no https URL, which
+// upstream accepts, starts the server with working tokens and without the
+// OIDC discovery documents; an https issuer serves them.
+func TestIssuerWithoutDiscovery(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		issuer string
+		mounts int
+	}{{"api", 0}, {"http://issuer.example", 0}, {"https://issuer.example", 1}} {
+		o := Options{PKIDir: t.TempDir()}
+		o.Auth.ServiceAccountIssuer = tt.issuer
+		sec, err := newSecurity(o, nil, nil, nil)
+		if err != nil {
+			t.Fatalf("issuer %q: %v", tt.issuer, err)
+		}
+		if len(sec.mounts) != tt.mounts {
+			t.Errorf("issuer %q: %d discovery mounts, want %d", tt.issuer, len(sec.mounts), tt.mounts)
+		}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: "team", UID: "robot-uid"}}
+		tr, err := sec.issuer.TokenRequest(context.Background(), sa, &authnv1.TokenRequest{}, nil)
+		if err != nil || tr.Status.Token == "" {
+			t.Errorf("issuer %q: no token: %v", tt.issuer, err)
+		}
 	}
 }
