@@ -49,7 +49,8 @@ func (s *Server) tokenRequest(w http.ResponseWriter, r *http.Request, ri Request
 		return err
 	}
 	if req.Name != "" && req.Name != ri.Name {
-		return apierrors.NewBadRequest("the name of the token request does not match the service account name on the URL")
+		return apierrors.NewInvalid(tokenRequestGK, ri.Name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "name"), req.Name, "must match the service account name if specified")})
 	}
 	if req.Namespace != "" && req.Namespace != ri.Namespace {
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
@@ -91,24 +92,23 @@ func (s *Server) tokenBoundObject(ctx context.Context, ns string, req *authnv1.T
 	if ref == nil {
 		return nil, nil
 	}
-	path := field.NewPath("spec", "boundObjectRef")
+	// As upstream: the kind decides, in the core group (whatever the
+	// version); anything else cannot carry a token.
+	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 	var gvr schema.GroupVersionResource
-	switch ref.Kind {
-	case "Pod":
+	switch {
+	case gvk.Group == "" && gvk.Kind == "Pod":
 		gvr = corev1.SchemeGroupVersion.WithResource("pods")
-	case "Secret":
+	case gvk.Group == "" && gvk.Kind == "Secret":
 		gvr = corev1.SchemeGroupVersion.WithResource("secrets")
-	case "Node":
+	case gvk.Group == "" && gvk.Kind == "Node":
 		gvr = corev1.SchemeGroupVersion.WithResource("nodes")
 		ns = ""
 	default:
-		return nil, apierrors.NewInvalid(tokenRequestGK, req.Name, field.ErrorList{field.NotSupported(path.Child("kind"), ref.Kind, []string{"Pod", "Secret", "Node"})})
-	}
-	if ref.APIVersion != "" && ref.APIVersion != "v1" {
-		return nil, apierrors.NewInvalid(tokenRequestGK, req.Name, field.ErrorList{field.NotSupported(path.Child("apiVersion"), ref.APIVersion, []string{"v1"})})
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", gvk.String()))
 	}
 	if ref.Name == "" {
-		return nil, apierrors.NewInvalid(tokenRequestGK, req.Name, field.ErrorList{field.Required(path.Child("name"), "")})
+		return nil, apierrors.NewBadRequest("Name parameter required.")
 	}
 	bres, ok := s.table.get(gvr)
 	if !ok {
@@ -123,7 +123,7 @@ func (s *Server) tokenBoundObject(ctx context.Context, ns string, req *authnv1.T
 		metav1.Object
 	})
 	if ref.UID != "" && ref.UID != m.GetUID() {
-		return nil, apierrors.NewConflict(bres.GroupResource(), ref.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+		return nil, apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, ref.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 	}
 	// An object being deleted still gets tokens, as upstream: a pod's
 	// kubelet renews them while the pod terminates, and the authenticator

@@ -536,6 +536,17 @@ func TestIntegrationAuthTokenRequest(t *testing.T) {
 		t.Errorf("warnings %q, want %q", warnings.all(), want)
 	}
 
+	// Bad requests get upstream's answers.
+	_, err = cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", &authnv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `metadata.name: Invalid value: "other": must match the service account name if specified`) {
+		t.Errorf("a token request naming another account: %v, want 422", err)
+	}
+	cm := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: &authnv1.BoundObjectReference{Kind: "ConfigMap", APIVersion: "v1", Name: "x"}}}
+	_, err = cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", cm, metav1.CreateOptions{})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "cannot bind token to object of type /v1, Kind=ConfigMap") {
+		t.Errorf("a token bound to a ConfigMap: %v, want 400", err)
+	}
+
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "leaving", Finalizers: []string{"example.com/hold"}},
 		Spec: corev1.PodSpec{ServiceAccountName: "robot", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	created, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
