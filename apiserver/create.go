@@ -60,12 +60,12 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 	for _, msg := range warnings {
 		h, err := utilnet.NewWarningHeader(299, "-", msg)
 		if err != nil {
-			h, err = utilnet.NewWarningHeader(299, "-", strings.ToValidUTF8(strings.Map(func(r rune) rune {
+			h, err = utilnet.NewWarningHeader(299, "-", strings.Map(func(r rune) rune {
 				if unicode.IsControl(r) {
 					return ' '
 				}
 				return r
-			}, msg), "?"))
+			}, msg))
 		}
 		if err == nil {
 			w.Header().Add("Warning", h)
@@ -112,7 +112,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, ri RequestInfo, 
 	if m.GetResourceVersion() != "" {
 		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
-	created, err := s.createObject(ctx, res, obj, isDryRun)
+	created, err := s.createObject(context.WithValue(ctx, postedKey{}, true), res, obj, isDryRun)
 	if err != nil {
 		return err
 	}
@@ -216,6 +216,9 @@ func (s *Server) createObject(ctx context.Context, res *resource.Resource, obj r
 	}
 }
 
+// postedKey marks the context of a create POSTed to its collection.
+type postedKey struct{}
+
 // admit runs the admission chain, if any.
 func (s *Server) admit(ctx context.Context, res *resource.Resource, op auth.Operation, obj, old runtime.Object, sub string, isDryRun bool) error {
 	if s.cfg.Admission == nil {
@@ -226,7 +229,9 @@ func (s *Server) admit(ctx context.Context, res *resource.Resource, op auth.Oper
 	if m != nil {
 		a.Namespace, a.Name = m.GetNamespace(), m.GetName()
 	}
-	req := &auth.AdmissionRequest{Operation: op, Attributes: a, Kind: res.GVK, Object: obj, OldObject: old, DryRun: isDryRun, Subresource: sub}
+	_, posted := ctx.Value(postedKey{}).(bool)
+	req := &auth.AdmissionRequest{Operation: op, Attributes: a, Kind: res.GVK, Object: obj, OldObject: old, DryRun: isDryRun, Subresource: sub,
+		Posted: posted && op == auth.Create}
 	err := s.cfg.Admission.Admit(ctx, req)
 	addWarnings(ctx, req.Warnings)
 	if err != nil {

@@ -127,6 +127,6 @@ func (s *Server) tokenBoundObject(ctx context.Context, ns string, req *authnv1.T
 	}
 	// An object being deleted still gets tokens, as upstream: a pod's
 	// kubelet renews them while the pod terminates, and the authenticator
-	// stops accepting them a minute after the deletion began.
+	// refuses them a minute after the object's deletionTimestamp.
 	return m, nil
 }

@@ -407,6 +407,10 @@ type AdmissionRequest struct {
 	OldObject   runtime.Object // the stored object (nil on create)
 	DryRun      bool
 	Subresource string
+	// Posted is true for a create POSTed to its collection, whose URL
+	// names no object (upstream's request name is empty), as against a
+	// create by server-side apply or by an update, whose URL names it.
+	Posted bool
 	// Warnings are sent back to the client as Warning headers (PodSecurity
 	// warn mode, for one); plugins append to them.
 	Warnings []string

@@ -91,14 +91,14 @@ func namespaceOf(req *auth.AdmissionRequest, o metav1.Object) string {
 
 // admitRole checks a role named name in ns granting rules. The escalate
 // verb is asked about with the name in the request's URL, as upstream: a
-// create (POST to the collection) has none, so a grant of escalate limited
-// by resourceNames never lets a user create a role beyond their rights.
-// The admission attributes of a create carry the new object's name, which
-// is not the URL's.
+// create POSTed to the collection has none, so a grant of escalate limited
+// by resourceNames never lets a user POST a role beyond their rights. The
+// admission attributes of such a create carry the new object's name,
+// which is not the URL's.
 func (c *EscalationCheck) admitRole(ctx context.Context, req *auth.AdmissionRequest, gr schema.GroupResource, ns, name string, rules []rbacv1.PolicyRule, aggregates bool) error {
 	u := req.Attributes.User
 	urlName := req.Attributes.Name
-	if req.Operation == auth.Create {
+	if req.Posted {
 		urlName = ""
 	}
 	if c.allowed(ctx, auth.Attributes{

@@ -64,6 +64,7 @@ func TestEscalationCheck(t *testing.T) {
 			Attributes: auth.Attributes{User: u, Verb: "create", ResourceRequest: true, APIGroup: rbacGroup, Resource: resource, Namespace: ns}}
 	}
 	named := func(r *auth.AdmissionRequest, name string) *auth.AdmissionRequest { r.Attributes.Name = name; return r }
+	posted := func(r *auth.AdmissionRequest) *auth.AdmissionRequest { r.Posted = true; return r }
 
 	tests := []struct {
 		name     string
@@ -85,9 +86,12 @@ func TestEscalationCheck(t *testing.T) {
 		{"escalate verb", req(auth.Create, auth.User{Name: "escalator"}, "roles", "team", newRole("team", getSecrets), nil), 0, ""},
 		{"escalate verb on the named role, update", named(req(auth.Update, auth.User{Name: "named"}, "roles", "team", newRole("team", getSecrets), newRole("team")), "r"), 0, ""},
 		{"escalate verb on a named role, create", req(auth.Create, auth.User{Name: "named"}, "roles", "team", newRole("team", getSecrets), nil), http.StatusForbidden, ""},
-		// The server's admission attributes of a create carry the new
-		// role's name; the escalate grant on that name still does not count.
-		{"escalate verb on a named role, create naming it", named(req(auth.Create, auth.User{Name: "named"}, "roles", "team", newRole("team", getSecrets), nil), "r"), http.StatusForbidden, ""},
+		// The server's admission attributes of a POSTed create carry the
+		// new role's name; the escalate grant on that name does not count,
+		// as upstream's URL names no role. A create by server-side apply
+		// names it in its URL, and there the grant counts.
+		{"escalate verb on a named role, POSTed create naming it", posted(named(req(auth.Create, auth.User{Name: "named"}, "roles", "team", newRole("team", getSecrets), nil), "r")), http.StatusForbidden, ""},
+		{"escalate verb on a named role, applied create", named(req(auth.Create, auth.User{Name: "named"}, "roles", "team", newRole("team", getSecrets), nil), "r"), 0, ""},
 		{"cluster role beyond cluster-wide rules", req(auth.Create, writer, "clusterroles", "", clusterRole("c", getPods), nil), http.StatusForbidden,
 			`clusterroles.rbac.authorization.k8s.io "c" is forbidden: user "writer" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:` +
 				"\n" + `{APIGroups:[""], Resources:["pods"], Verbs:["get"]}`},

@@ -20,12 +20,6 @@ import (
 	"github.com/kubebus/kubebus/apiserver/auth"
 )
 
-func bearer(token string) *http.Request {
-	r := httptest.NewRequest(http.MethodGet, "/api", nil)
-	r.Header.Set("Authorization", "Bearer "+token)
-	return r
-}
-
 // authenticate authenticates token for the API server's audiences.
 func (f *fixture) authenticate(token string) (auth.User, bool, error) {
 	return f.authn.AuthenticateToken(context.Background(), token)

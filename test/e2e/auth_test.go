@@ -15,7 +15,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubebus/kubebus/test/harness"
@@ -322,5 +327,50 @@ func TestIntegrationAuthSystemNamespaces(t *testing.T) {
 	_, err := cs.CoreV1().ConfigMaps("nowhere").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), `namespaces "nowhere" not found`) {
 		t.Errorf("create in a missing namespace: %v", err)
+	}
+}
+
+// TestIntegrationAuthEscalateByName: a grant of the escalate verb limited
+// to one role name lets a user write that role beyond their own rights
+// where the URL names it (server-side apply), never by a POST to the
+// collection, whose URL names no role, as upstream.
+func TestIntegrationAuthEscalateByName(t *testing.T) {
+	harness.SkipShort(t)
+	s := harness.StartServer(t, "", apiOnly...)
+	ctx := context.Background()
+	admin := s.Clientset(t)
+	grants := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "role-writer"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles"}, Verbs: []string{"create", "get", "patch", "update"}},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles"}, Verbs: []string{"escalate"}, ResourceNames: []string{"secret-reader"}},
+	}}
+	if _, err := admin.RbacV1().Roles("default").Create(ctx, grants, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "role-writer"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "role-writer"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "eve"}}}
+	if _, err := admin.RbacV1().RoleBindings("default").Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.RESTConfig(t)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "eve"}
+	eve := kubernetes.NewForConfigOrDie(cfg)
+	readSecrets := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}
+	// The binding reaches the API server's RBAC cache through the bus.
+	harness.Eventually(t, 15*time.Second, func() error {
+		_, err := eve.RbacV1().Roles("default").Get(ctx, "role-writer", metav1.GetOptions{})
+		return err
+	})
+	_, err := eve.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "secret-reader"}, Rules: readSecrets}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "is attempting to grant RBAC permissions not currently held") {
+		t.Errorf("POST of a role beyond eve's rights, escalate granted on its name only: %v, want 403", err)
+	}
+	applied := rbacv1ac.Role("secret-reader", "default").WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").WithVerbs("get"))
+	if _, err := eve.RbacV1().Roles("default").Apply(ctx, applied, metav1.ApplyOptions{FieldManager: "eve"}); err != nil {
+		t.Errorf("server-side apply of the role escalate is granted on: %v", err)
+	}
+	other := rbacv1ac.Role("other-reader", "default").WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").WithVerbs("get"))
+	if _, err := eve.RbacV1().Roles("default").Apply(ctx, other, metav1.ApplyOptions{FieldManager: "eve"}); !apierrors.IsForbidden(err) {
+		t.Errorf("server-side apply of another role beyond eve's rights: %v, want 403", err)
 	}
 }
