@@ -58,15 +58,12 @@ func decodeBody(r *http.Request, res *resource.Resource) (runtime.Object, []stri
 // characters, which a header cannot carry, become spaces.
 func writeWarnings(w http.ResponseWriter, warnings []string) {
 	for _, msg := range warnings {
-		h, err := utilnet.NewWarningHeader(299, "-", msg)
-		if err != nil {
-			h, err = utilnet.NewWarningHeader(299, "-", strings.Map(func(r rune) rune {
-				if unicode.IsControl(r) {
-					return ' '
-				}
-				return r
-			}, msg))
-		}
+		h, err := utilnet.NewWarningHeader(299, "-", strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return ' '
+			}
+			return r
+		}, msg))
 		if err == nil {
 			w.Header().Add("Warning", h)
 		}

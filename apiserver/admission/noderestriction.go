@@ -2,8 +2,6 @@ package admission
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
+	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/bus/lifecycle"
 )
 
@@ -169,11 +168,7 @@ func admitNodeCSR(nodeName string, req *auth.AdmissionRequest) error {
 	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName && csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
 		return nil
 	}
-	block, _ := pem.Decode(csr.Spec.Request)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return forbidRequest(req, errors.New("unable to parse csr: PEM block type must be CERTIFICATE REQUEST"))
-	}
-	x509cr, err := x509.ParseCertificateRequest(block.Bytes)
+	x509cr, err := pki.ParseCSR(csr.Spec.Request)
 	if err != nil {
 		return forbidRequest(req, fmt.Errorf("unable to parse csr: %w", err))
 	}

@@ -22,8 +22,8 @@ import (
 // ErrInvalidToken is wrapped by every error about a token of our issuer
 // that does not authenticate (bad signature, expired, wrong audience, the
 // ServiceAccount or bound object gone). Its messages name the reason, never
-// the token.
-var ErrInvalidToken = errors.New("invalid bearer token")
+// the token. It is the request authenticator's auth.ErrInvalidToken.
+var ErrInvalidToken = auth.ErrInvalidToken
 
 // errInvalidated is the answer, as upstream's, when a token's bound object
 // is gone: it does not say which lookup failed.

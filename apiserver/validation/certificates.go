@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubebus/kubebus/apiserver/pki"
 )
 
 var (
@@ -157,11 +159,7 @@ func validateCSRWith(csr *certificatesv1.CertificateSigningRequest, o csrOptions
 // validateCSRRequest checks that request is a PEM CERTIFICATE REQUEST
 // whose signature verifies.
 func validateCSRRequest(request []byte) error {
-	block, _ := pem.Decode(request)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return errors.New("PEM block type must be CERTIFICATE REQUEST")
-	}
-	req, err := x509.ParseCertificateRequest(block.Bytes)
+	req, err := pki.ParseCSR(request)
 	if err != nil {
 		return err
 	}

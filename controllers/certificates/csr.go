@@ -2,7 +2,6 @@ package certificates
 
 import (
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kubebus/kubebus/apiserver/pki"
 )
 
 // Node identities.
@@ -44,11 +45,7 @@ var (
 
 // ParseRequest decodes the PEM CERTIFICATE REQUEST of a CSR's spec.request.
 func ParseRequest(pemBytes []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(pemBytes)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return nil, errors.New("PEM block type must be CERTIFICATE REQUEST")
-	}
-	return x509.ParseCertificateRequest(block.Bytes)
+	return pki.ParseCSR(pemBytes)
 }
 
 // ValidateKubeletClient reports why req with usages is not a kubelet's
