@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,15 +76,16 @@ func TestNamespaceLifecycle(t *testing.T) {
 		{name: "create in an active namespace", req: req(auth.Create, "", "pods", "app", "p")},
 		{name: "create in a missing namespace", req: req(auth.Create, "", "pods", "nope", "p"),
 			code: http.StatusNotFound, msg: `namespaces "nope" not found`},
-		{name: "update in a missing namespace", req: req(auth.Update, "apps", "deployments", "nope", "d"),
-			code: http.StatusNotFound, msg: `namespaces "nope" not found`},
+		{name: "update in a missing namespace", req: req(auth.Update, "apps", "deployments", "nope", "d")},
 		{name: "create in a terminating namespace", req: req(auth.Create, "", "pods", "ending", "p"),
 			code: http.StatusForbidden, msg: `pods "p" is forbidden: unable to create new content in namespace ending because it is being terminated`, terminus: true},
 		{name: "create in a namespace with a deletion timestamp", req: req(auth.Create, "apps", "deployments", "deleted", "d"),
 			code: http.StatusForbidden, msg: `deployments.apps "d" is forbidden: unable to create new content in namespace deleted because it is being terminated`, terminus: true},
 		{name: "update in a terminating namespace", req: req(auth.Update, "", "pods", "ending", "p")},
-		{name: "event in a terminating namespace", req: req(auth.Create, "", "events", "ending", "e")},
-		{name: "events.k8s.io event in a terminating namespace", req: req(auth.Create, "events.k8s.io", "events", "ending", "e")},
+		{name: "event in a terminating namespace", req: req(auth.Create, "", "events", "ending", "e"),
+			code: http.StatusForbidden, msg: `events "e" is forbidden: unable to create new content in namespace ending because it is being terminated`, terminus: true},
+		{name: "events.k8s.io event in a terminating namespace", req: req(auth.Create, "events.k8s.io", "events", "ending", "e"),
+			code: http.StatusForbidden, msg: `events.events.k8s.io "e" is forbidden: unable to create new content in namespace ending because it is being terminated`, terminus: true},
 		{name: "event in a missing namespace", req: req(auth.Create, "", "events", "nope", "e"),
 			code: http.StatusNotFound, msg: `namespaces "nope" not found`},
 		{name: "local access review in a missing namespace", req: req(auth.Create, "authorization.k8s.io", "localsubjectaccessreviews", "nope", "")},
@@ -108,7 +110,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 			if getter == nil {
 				getter = nss
 			}
-			err := NamespaceLifecycle{Namespaces: getter}.Admit(context.Background(), tc.req)
+			err := (&NamespaceLifecycle{Namespaces: getter}).Admit(context.Background(), tc.req)
 			expectStatus(t, err, tc.code, tc.msg)
 			if !tc.terminus {
 				return
@@ -122,5 +124,65 @@ func TestNamespaceLifecycle(t *testing.T) {
 				t.Fatalf("causes = %+v, want [%+v]", causes, want)
 			}
 		})
+	}
+}
+
+// cachedNamespaces is a NamespaceGetter whose cache lags its storage.
+type cachedNamespaces struct {
+	cache, stored namespaceMap
+	liveReads     int
+}
+
+func (c *cachedNamespaces) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	return c.cache.GetNamespace(ctx, name)
+}
+
+func (c *cachedNamespaces) GetNamespaceLive(ctx context.Context, name string) (*corev1.Namespace, error) {
+	c.liveReads++
+	return c.stored.GetNamespace(ctx, name)
+}
+
+// After it admits a namespace's deletion, NamespaceLifecycle reads the
+// namespace from storage while its cache still shows it active, for 30
+// seconds, as upstream's forced live lookup.
+func TestNamespaceLifecycleLiveLookupAfterDelete(t *testing.T) {
+	t.Parallel()
+	ending := labelledNamespace("app", nil)
+	ending.Status.Phase = corev1.NamespaceTerminating
+	getter := &cachedNamespaces{
+		cache:  namespaceMap{"app": labelledNamespace("app", nil), "gone": labelledNamespace("gone", nil), "other": labelledNamespace("other", nil)},
+		stored: namespaceMap{"app": ending, "other": labelledNamespace("other", nil)},
+	}
+	now := time.Unix(1000, 0)
+	l := &NamespaceLifecycle{Namespaces: getter, Now: func() time.Time { return now }}
+	ctx := context.Background()
+	create := func(ns string) error {
+		return l.Admit(ctx, &auth.AdmissionRequest{Operation: auth.Create, Attributes: auth.Attributes{Resource: "pods", Namespace: ns, Name: "p"}})
+	}
+	del := func(ns string) {
+		t.Helper()
+		if err := l.Admit(ctx, &auth.AdmissionRequest{Operation: auth.Delete, Attributes: auth.Attributes{Resource: "namespaces", Name: ns}}); err != nil {
+			t.Fatalf("deleting %s: %v", ns, err)
+		}
+	}
+
+	// Before any deletion the cache is trusted.
+	expectStatus(t, create("app"), 0, "")
+	if getter.liveReads != 0 {
+		t.Fatalf("live reads = %d before any deletion, want 0", getter.liveReads)
+	}
+	del("app")
+	del("gone")
+	expectStatus(t, create("app"), http.StatusForbidden, `pods "p" is forbidden: unable to create new content in namespace app because it is being terminated`)
+	expectStatus(t, create("gone"), http.StatusNotFound, `namespaces "gone" not found`)
+	expectStatus(t, create("other"), 0, "")
+	if getter.liveReads != 2 {
+		t.Fatalf("live reads = %d, want 2 (app and gone, not other)", getter.liveReads)
+	}
+	// Thirty seconds on, the cache is trusted again.
+	now = now.Add(forceLiveLookupTTL)
+	expectStatus(t, create("app"), 0, "")
+	if getter.liveReads != 2 {
+		t.Fatalf("live reads = %d after the TTL, want still 2", getter.liveReads)
 	}
 }

@@ -159,7 +159,7 @@ func buildPlugin(name string, d Deps) (auth.Admitter, error) {
 		if d.Namespaces == nil {
 			return nil, errors.New("no NamespaceGetter")
 		}
-		return NamespaceLifecycle{Namespaces: d.Namespaces}, nil
+		return &NamespaceLifecycle{Namespaces: d.Namespaces}, nil
 	case PluginServiceAccount:
 		if d.ServiceAccounts == nil {
 			return nil, errors.New("no ServiceAccountGetter")

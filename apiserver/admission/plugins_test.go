@@ -78,7 +78,7 @@ func TestBuild(t *testing.T) {
 		{name: "validating plugins run last",
 			names: []string{PluginNamespaceLifecycle, PluginLimitRanger, PluginServiceAccount, PluginNodeRestriction, PluginPriority, PluginDefaultTolerationSeconds, PluginResourceQuota},
 			deps:  deps,
-			want: Chain{NamespaceLifecycle{Namespaces: namespaceMap{}}, namedAdmitter("LimitRanger"), ServiceAccount{Accounts: &accountMap{}},
+			want: Chain{&NamespaceLifecycle{Namespaces: namespaceMap{}}, namedAdmitter("LimitRanger"), ServiceAccount{Accounts: &accountMap{}},
 				NodeRestriction{Pods: podMap{}}, Priority{}, DefaultTolerationSeconds{}, namedAdmitter("ResourceQuota")}},
 		{name: "the given order is kept within a phase",
 			names: []string{PluginResourceQuota, PluginDefaultTolerationSeconds, PluginPriority},

@@ -136,7 +136,7 @@ func TestBuildDefaultPlugins(t *testing.T) {
 	for _, a := range chain {
 		got = append(got, reflect.TypeOf(a).String())
 	}
-	want := []string{"admission.NamespaceLifecycle", "admission.namedAdmitter", "admission.ServiceAccount", "admission.NodeRestriction",
+	want := []string{"*admission.NamespaceLifecycle", "admission.namedAdmitter", "admission.ServiceAccount", "admission.NodeRestriction",
 		"admission.Priority", "admission.DefaultTolerationSeconds", "admission.DefaultStorageClass", "admission.StorageObjectInUseProtection",
 		"*admission.PodSecurity", "admission.namedAdmitter"}
 	if !reflect.DeepEqual(got, want) {

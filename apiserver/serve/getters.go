@@ -71,6 +71,11 @@ func (o *objects) GetNamespace(ctx context.Context, name string) (*corev1.Namesp
 	return live[*corev1.Namespace](ctx, o, gvrNamespaces, "", name)
 }
 
+// GetNamespaceLive implements admission.LiveNamespaceGetter.
+func (o *objects) GetNamespaceLive(ctx context.Context, name string) (*corev1.Namespace, error) {
+	return live[*corev1.Namespace](ctx, o, gvrNamespaces, "", name)
+}
+
 // GetServiceAccount implements the ServiceAccount getters of admission
 // and of the token authenticator.
 func (o *objects) GetServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
