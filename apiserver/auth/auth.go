@@ -142,24 +142,6 @@ func (c Chain) Authenticate(r *http.Request) (User, bool, error) {
 	return User{}, false, firstErr
 }
 
-// ClientCert authenticates a request by its verified TLS client certificate:
-// the common name is the user and the organizations are the groups. A
-// certificate without a common name names no user (ok false), as
-// upstream's CommonNameUserConversion.
-type ClientCert struct{}
-
-// Authenticate implements Authenticator.
-func (ClientCert) Authenticate(r *http.Request) (User, bool, error) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return User{}, false, nil
-	}
-	c := r.TLS.VerifiedChains[0][0]
-	if c.Subject.CommonName == "" {
-		return User{}, false, nil
-	}
-	return User{Name: c.Subject.CommonName, Groups: append([]string(nil), c.Subject.Organization...)}, true, nil
-}
-
 // ErrInvalidToken is the answer to a bearer token no token authenticator
 // accepts, as upstream's bearer token authenticator gives it: the request
 // is refused (401), never anonymous.

@@ -2,53 +2,12 @@ package auth
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
 )
-
-func certRequest(subject pkix.Name) *http.Request {
-	r := httptest.NewRequest(http.MethodGet, "/api", nil)
-	r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: subject}}}}
-	return r
-}
-
-func TestClientCert(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name   string
-		r      *http.Request
-		ok     bool
-		user   string
-		groups []string
-	}{
-		{"user and groups", certRequest(pkix.Name{CommonName: "alice", Organization: []string{"dev", "ops"}}), true, "alice", []string{"dev", "ops"}},
-		{"no groups", certRequest(pkix.Name{CommonName: "bob"}), true, "bob", nil},
-		// An empty common name is no user, as upstream's
-		// CommonNameUserConversion: other authenticators may answer.
-		{"empty common name", certRequest(pkix.Name{Organization: []string{"system:masters"}}), false, "", nil},
-		{"no TLS", httptest.NewRequest(http.MethodGet, "/api", nil), false, "", nil},
-		{"unverified", func() *http.Request {
-			r := httptest.NewRequest(http.MethodGet, "/api", nil)
-			r.TLS = &tls.ConnectionState{}
-			return r
-		}(), false, "", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			u, ok, err := ClientCert{}.Authenticate(tt.r)
-			if err != nil || ok != tt.ok || u.Name != tt.user || !slices.Equal(u.Groups, tt.groups) {
-				t.Errorf("= %+v, %v, %v; want %v %q %v", u, ok, err, tt.ok, tt.user, tt.groups)
-			}
-		})
-	}
-}
 
 // tokenFunc adapts a function to TokenAuthenticator.
 type tokenFunc func(token string, audiences []string) (User, []string, bool, error)

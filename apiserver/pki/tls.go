@@ -5,15 +5,16 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 )
 
 // ServerTLSConfig returns a tls.Config that serves the serving certificate
-// and requests, but does not require, a client certificate, verifying one
-// that is sent against the CA; a client without one may still authenticate
-// with a bearer token. TLS 1.2 is the minimum. NextProtos is left empty so
-// http.Server offers HTTP/2 and HTTP/1.1 itself.
+// and asks for, but neither requires nor verifies, a client certificate,
+// naming the CA as the one to present (ClientCAs), as upstream's API
+// server: the authenticator verifies it (auth.ClientCert), so a bad one is
+// a 401 rather than a failed handshake, and a client without one may still
+// authenticate with a bearer token. TLS 1.2 is the minimum. NextProtos is
+// left empty so http.Server offers HTTP/2 and HTTP/1.1 itself.
 func (b *Bundle) ServerTLSConfig() (*tls.Config, error) {
 	if b == nil || b.CA == nil {
 		return nil, errors.New("pki: ServerTLSConfig on a Bundle not made by Ensure")
@@ -24,7 +25,7 @@ func (b *Bundle) ServerTLSConfig() (*tls.Config, error) {
 	}
 	return &tls.Config{
 		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientAuth:   tls.RequestClientCert,
 		ClientCAs:    b.CA,
 		MinVersion:   tls.VersionTLS12,
 	}, nil
@@ -38,18 +39,4 @@ func UserFromCert(cert *x509.Certificate) (name string, groups []string) {
 		return "", nil
 	}
 	return cert.Subject.CommonName, slices.Clone(cert.Subject.Organization)
-}
-
-// UserFromRequest returns the user of a request that presented a client
-// certificate the server verified (with ServerTLSConfig), and false when the
-// request carried none or its certificate names no user.
-func UserFromRequest(r *http.Request) (name string, groups []string, ok bool) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return "", nil, false
-	}
-	name, groups = UserFromCert(r.TLS.VerifiedChains[0][0])
-	if name == "" {
-		return "", nil, false
-	}
-	return name, groups, true
 }

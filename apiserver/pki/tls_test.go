@@ -12,17 +12,26 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kubebus/kubebus/apiserver/auth"
 )
 
-// whoami answers with the user the client certificate names.
-var whoami = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	name, groups, ok := UserFromRequest(r)
-	if !ok {
-		fmt.Fprint(w, "anonymous")
-		return
-	}
-	fmt.Fprintf(w, "%s|%s", name, strings.Join(groups, ","))
-})
+// whoami answers with the user the client certificate names, as the API
+// server's authenticator reads it: 401 for one that does not verify.
+func whoami(b *Bundle) http.Handler {
+	authn := &auth.ClientCert{Roots: b.CA}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, ok, err := authn.Authenticate(r)
+		switch {
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+		case !ok:
+			fmt.Fprint(w, "anonymous")
+		default:
+			fmt.Fprintf(w, "%s|%s", u.Name, strings.Join(u.Groups, ","))
+		}
+	})
+}
 
 // startServer serves whoami over TLS from ServerTLSConfig on 127.0.0.1.
 func startServer(t *testing.T, b *Bundle) *httptest.Server {
@@ -31,14 +40,14 @@ func startServer(t *testing.T, b *Bundle) *httptest.Server {
 	if err != nil {
 		t.Fatalf("ServerTLSConfig: %v", err)
 	}
-	if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tls.VerifyClientCertIfGiven {
+	if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tls.RequestClientCert {
 		t.Fatalf("MinVersion %x ClientAuth %v", cfg.MinVersion, cfg.ClientAuth)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := httptest.NewUnstartedServer(whoami)
+	s := httptest.NewUnstartedServer(whoami(b))
 	_ = s.Listener.Close()
 	s.Listener = ln
 	s.TLS = cfg
@@ -79,13 +88,18 @@ func TestTLSHandshake(t *testing.T) {
 		key      string
 		want     string // response body; "" means the request must fail
 		wantFail string // part of the error when want is ""
+		status   int    // the response's status (200 when 0)
 	}{
 		{name: "admin", roots: b.CA, cert: b.AdminCertFile, key: b.AdminKeyFile, want: "kubebus-admin|system:masters"},
 		{name: "component", roots: b.CA, cert: schedCert, key: schedKey, want: "system:kube-scheduler|"},
 		{name: "no client certificate", roots: b.CA, want: "anonymous"},
-		{name: "client certificate from another CA", roots: b.CA, cert: other.AdminCertFile, key: other.AdminKeyFile, wantFail: "certificate"},
+		// The handshake takes any client certificate; the authenticator
+		// refuses one that does not verify with a 401, as upstream.
+		{name: "client certificate from another CA", roots: b.CA, cert: other.AdminCertFile, key: other.AdminKeyFile,
+			want: "certificate signed by unknown authority", status: http.StatusUnauthorized},
 		{name: "client trusts another CA", roots: other.CA, cert: b.AdminCertFile, key: b.AdminKeyFile, wantFail: "certificate signed by unknown authority"},
-		{name: "serving certificate is not a client certificate", roots: b.CA, cert: b.ServingCertFile, key: b.ServingKeyFile, wantFail: "certificate"},
+		{name: "serving certificate is not a client certificate", roots: b.CA, cert: b.ServingCertFile, key: b.ServingKeyFile,
+			want: "incompatible key usage", status: http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +123,13 @@ func TestTLSHandshake(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(body) != tt.want {
+			if tt.status == 0 {
+				tt.status = http.StatusOK
+			}
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d (%q), want %d", resp.StatusCode, body, tt.status)
+			}
+			if tt.status == http.StatusOK && string(body) != tt.want || !strings.Contains(string(body), tt.want) {
 				t.Errorf("server saw %q, want %q", body, tt.want)
 			}
 			if resp.TLS == nil || len(resp.TLS.VerifiedChains) == 0 {
@@ -148,13 +168,5 @@ func TestUserFromCert(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestUserFromRequestWithoutTLS(t *testing.T) {
-	t.Parallel()
-	r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
-	if name, groups, ok := UserFromRequest(r); ok || name != "" || groups != nil {
-		t.Errorf("got %q %q %v for a plain request", name, groups, ok)
 	}
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"crypto/rsa"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,10 +71,10 @@ type security struct {
 	caches    *authCaches // nil without the bus
 }
 
-// newSecurity builds the authenticators (client certificates, static
-// tokens, ServiceAccount tokens), the authorizers (system:masters, the Node
+// newSecurity builds the authenticators (client certificates of clientCAs,
+// static tokens, ServiceAccount tokens), the authorizers (system:masters, the Node
 // authorizer, RBAC from the bus-fed caches) and the admission chain.
-func newSecurity(o Options, store *storage.Store, caches *authCaches, rec admission.Recorder) (*security, error) {
+func newSecurity(o Options, clientCAs *x509.CertPool, store *storage.Store, caches *authCaches, rec admission.Recorder) (*security, error) {
 	sec := &security{objects: &objects{caches: caches}, caches: caches}
 	key, err := serviceaccount.LoadOrCreateKey(o.PKIDir)
 	if err != nil {
@@ -111,7 +112,7 @@ func newSecurity(o Options, store *storage.Store, caches *authCaches, rec admiss
 	}
 	tokens = append(tokens, saTokens)
 	sec.reviewer = auth.Bearer{Tokens: tokens}
-	sec.authn = auth.Chain{auth.ClientCert{}, sec.reviewer}
+	sec.authn = auth.Chain{&auth.ClientCert{Roots: clientCAs}, sec.reviewer}
 	// An issuer that is no https URL (upstream accepts any string) still
 	// signs and verifies tokens; as upstream, only the OIDC discovery
 	// documents, which need one, are not served.

@@ -29,7 +29,7 @@ func testSecurity(t *testing.T, withTokenFile bool) *security {
 			t.Fatal(err)
 		}
 	}
-	sec, err := newSecurity(o, nil, nil, nil)
+	sec, err := newSecurity(o, nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestIssuerWithoutDiscovery(t *testing.T) {
 	}{{"api", 0}, {"http://issuer.example", 0}, {"https://issuer.example", 1}} {
 		o := Options{PKIDir: t.TempDir()}
 		o.Auth.ServiceAccountIssuer = tt.issuer
-		sec, err := newSecurity(o, nil, nil, nil)
+		sec, err := newSecurity(o, nil, nil, nil, nil)
 		if err != nil {
 			t.Fatalf("issuer %q: %v", tt.issuer, err)
 		}

@@ -211,7 +211,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 		}()
 	}
-	sec, err := newSecurity(o, store, caches, metrics)
+	sec, err := newSecurity(o, bundle.CA, store, caches, metrics)
 	if err != nil {
 		return err
 	}
