@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -47,6 +48,10 @@ type AuthOptions struct {
 	// ServiceAccountMaxTokenExpiration caps the lifetime of requested
 	// tokens (0: no cap), as upstream's --service-account-max-token-expiration.
 	ServiceAccountMaxTokenExpiration time.Duration
+	// ServiceAccountJWKSURI overrides the jwks_uri of the OIDC discovery
+	// document, as upstream's --service-account-jwks-uri (default: this
+	// API server's advertised address).
+	ServiceAccountJWKSURI string
 	// AdvertiseAddress is where pods reach this API server (the endpoints
 	// of the kubernetes Service); empty: the bind address. AdvertisePort
 	// defaults to the listening port.
@@ -67,8 +72,11 @@ type security struct {
 	issuer    *serviceaccount.Issuer
 	reviewer  auth.Bearer // every token authenticator, for requests and TokenReview
 	mounts    []func(chi.Router)
-	objects   *objects
-	caches    *authCaches // nil without the bus
+	// external is this API server's advertised host:port, set once it
+	// listens (the default jwks_uri's host).
+	external atomic.Pointer[string]
+	objects  *objects
+	caches   *authCaches // nil without the bus
 }
 
 // newSecurity builds the authenticators (client certificates of clientCAs,
@@ -116,7 +124,20 @@ func newSecurity(o Options, clientCAs *x509.CertPool, store *storage.Store, cach
 	// An issuer that is no https URL (upstream accepts any string) still
 	// signs and verifies tokens; as upstream, only the OIDC discovery
 	// documents, which need one, are not served.
-	if oidc, jwks, err := serviceaccount.DiscoveryHandlers(issuer, []*rsa.PublicKey{&key.PublicKey}); err != nil {
+	if uri := o.Auth.ServiceAccountJWKSURI; uri != "" {
+		if err := serviceaccount.ValidateJWKSURI(uri); err != nil {
+			return nil, fmt.Errorf("--service-account-jwks-uri: %w", err)
+		}
+	}
+	if oidc, jwks, err := serviceaccount.DiscoveryHandlers(serviceaccount.DiscoveryConfig{
+		Issuer: issuer, JWKSURI: o.Auth.ServiceAccountJWKSURI, Keys: []*rsa.PublicKey{&key.PublicKey},
+		ExternalAddress: func() string {
+			if p := sec.external.Load(); p != nil {
+				return *p
+			}
+			return ""
+		},
+	}); err != nil {
 		logger := o.Logger
 		if logger == nil {
 			logger = slog.Default()

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -313,6 +314,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	advAddr, advPort := advertised(o, addr)
+	external := net.JoinHostPort(advAddr, strconv.Itoa(advPort))
+	sec.external.Store(&external)
 	kctx, stopK := context.WithCancel(ctx)
 	kDone := make(chan struct{})
 	go func() {

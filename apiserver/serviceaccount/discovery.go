@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
+	"sync"
 
 	"github.com/go-jose/go-jose/v4"
 )
@@ -34,25 +34,69 @@ type openIDMetadata struct {
 	SigningAlgs   []string `json:"id_token_signing_alg_values_supported"`
 }
 
+// DiscoveryConfig is what the discovery documents publish.
+type DiscoveryConfig struct {
+	// Issuer is the iss of the tokens: an https URL without query or
+	// fragment, as OIDC requires.
+	Issuer string
+	// JWKSURI is the key set's address in the configuration (jwks_uri), as
+	// upstream's --service-account-jwks-uri; when empty it is
+	// https://<ExternalAddress()>/openid/v1/jwks, as upstream derives it
+	// from the API server's external address.
+	JWKSURI string
+	// ExternalAddress gives this API server's host:port as its clients
+	// reach it. It is called once, at the first request for the
+	// configuration (so it may be set once the server listens).
+	ExternalAddress func() string
+	// Keys verify the tokens.
+	Keys []*rsa.PublicKey
+}
+
+// ValidateJWKSURI checks a jwks_uri given in place of the default one: an
+// https URL without query or fragment, as upstream requires.
+func ValidateJWKSURI(uri string) error {
+	u, err := url.Parse(uri)
+	switch {
+	case err != nil:
+		return fmt.Errorf("serviceaccount: parsing JWKS URI: %w", err)
+	case u.Scheme != "https":
+		return fmt.Errorf("serviceaccount: JWKS URI must use https scheme, got: %s", uri)
+	case u.Host == "":
+		return fmt.Errorf("serviceaccount: JWKS URI must have a host, got: %s", uri)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Errorf("serviceaccount: JWKS URI may not include a query, got: %s", uri)
+	case u.Fragment != "":
+		return fmt.Errorf("serviceaccount: JWKS URI may not include a fragment, got: %s", uri)
+	}
+	return nil
+}
+
 // DiscoveryHandlers return the handlers of OpenIDConfigPath and JWKSPath
-// for issuer, whose tokens keys verify. The documents are rendered once;
-// issuer must be an https URL without query or fragment, as OIDC requires.
-func DiscoveryHandlers(issuer string, keys []*rsa.PublicKey) (openIDConfig, jwks http.Handler, err error) {
-	u, err := url.Parse(issuer)
+// for cfg. The key set is rendered at once, the configuration at its first
+// request.
+func DiscoveryHandlers(cfg DiscoveryConfig) (openIDConfig, jwks http.Handler, err error) {
+	u, err := url.Parse(cfg.Issuer)
 	switch {
 	case err != nil:
 		return nil, nil, fmt.Errorf("serviceaccount: parsing issuer URL: %w", err)
 	case u.Scheme != "https":
-		return nil, nil, fmt.Errorf("serviceaccount: issuer URL must use https scheme, got: %s", issuer)
+		return nil, nil, fmt.Errorf("serviceaccount: issuer URL must use https scheme, got: %s", cfg.Issuer)
 	case u.RawQuery != "" || u.ForceQuery:
-		return nil, nil, fmt.Errorf("serviceaccount: issuer URL may not include a query, got: %s", issuer)
+		return nil, nil, fmt.Errorf("serviceaccount: issuer URL may not include a query, got: %s", cfg.Issuer)
 	case u.Fragment != "":
-		return nil, nil, fmt.Errorf("serviceaccount: issuer URL may not include a fragment, got: %s", issuer)
-	case len(keys) == 0:
+		return nil, nil, fmt.Errorf("serviceaccount: issuer URL may not include a fragment, got: %s", cfg.Issuer)
+	case len(cfg.Keys) == 0:
 		return nil, nil, errors.New("serviceaccount: no keys provided for validating keyset")
+	case cfg.JWKSURI == "" && cfg.ExternalAddress == nil:
+		return nil, nil, errors.New("serviceaccount: either the JWKS URI or the external address must be set")
+	}
+	if cfg.JWKSURI != "" {
+		if err := ValidateJWKSURI(cfg.JWKSURI); err != nil {
+			return nil, nil, err
+		}
 	}
 	var set jose.JSONWebKeySet
-	for i, k := range keys {
+	for i, k := range cfg.Keys {
 		if k == nil {
 			return nil, nil, fmt.Errorf("serviceaccount: key #%d is nil", i)
 		}
@@ -66,31 +110,44 @@ func DiscoveryHandlers(issuer string, keys []*rsa.PublicKey) (openIDConfig, jwks
 	if err != nil {
 		return nil, nil, fmt.Errorf("serviceaccount: marshalling issuer JWKS: %w", err)
 	}
-	configJSON, err := json.Marshal(openIDMetadata{
-		Issuer:        issuer,
-		JWKSURI:       strings.TrimSuffix(issuer, "/") + JWKSPath,
-		ResponseTypes: []string{"id_token"}, // Kubernetes only produces ID tokens
-		SubjectTypes:  []string{"public"},
-		SigningAlgs:   []string{string(jose.RS256)},
+	config := sync.OnceValues(func() ([]byte, error) {
+		jwksURI := cfg.JWKSURI
+		if jwksURI == "" {
+			jwksURI = (&url.URL{Scheme: "https", Host: cfg.ExternalAddress(), Path: JWKSPath}).String()
+		}
+		return json.Marshal(openIDMetadata{
+			Issuer:        cfg.Issuer,
+			JWKSURI:       jwksURI,
+			ResponseTypes: []string{"id_token"}, // Kubernetes only produces ID tokens
+			SubjectTypes:  []string{"public"},
+			SigningAlgs:   []string{string(jose.RS256)},
+		})
 	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("serviceaccount: marshalling issuer metadata: %w", err)
-	}
-	return document(configJSON, "application/json"), document(keysJSON, jwksContentType), nil
+	return documentFunc(config, "application/json"), document(keysJSON, jwksContentType), nil
 }
 
 // document serves body to GET and HEAD requests.
 func document(body []byte, contentType string) http.Handler {
+	return documentFunc(func() ([]byte, error) { return body, nil }, contentType)
+}
+
+// documentFunc serves what body returns to GET and HEAD requests.
+func documentFunc(body func() ([]byte, error), contentType string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
+		b, err := body()
+		if err != nil {
+			http.Error(w, "rendering the document: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", contentType)
 		w.Header().Set("Cache-Control", discoveryCacheControl)
 		if r.Method == http.MethodGet {
-			_, _ = w.Write(body)
+			_, _ = w.Write(b)
 		}
 	})
 }

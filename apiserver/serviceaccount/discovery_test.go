@@ -23,7 +23,7 @@ func TestDiscovery(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 0)
 	keys := []*rsa.PublicKey{&testKey(t, 0).PublicKey, &testKey(t, 1).PublicKey}
-	cfgH, jwksH, err := DiscoveryHandlers(DefaultIssuer, keys)
+	cfgH, jwksH, err := DiscoveryHandlers(DiscoveryConfig{Issuer: DefaultIssuer, Keys: keys, ExternalAddress: func() string { return "10.0.0.1:6443" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestDiscovery(t *testing.T) {
 	}
 	want := map[string]any{
 		"issuer":                                DefaultIssuer,
-		"jwks_uri":                              DefaultIssuer + "/openid/v1/jwks",
+		"jwks_uri":                              "https://10.0.0.1:6443/openid/v1/jwks",
 		"response_types_supported":              []any{"id_token"},
 		"subject_types_supported":               []any{"public"},
 		"id_token_signing_alg_values_supported": []any{"RS256"},
@@ -92,23 +92,49 @@ func TestDiscovery(t *testing.T) {
 func TestDiscoveryErrors(t *testing.T) {
 	t.Parallel()
 	keys := []*rsa.PublicKey{&testKey(t, 0).PublicKey}
+	external := func() string { return "10.0.0.1:6443" }
 	tests := []struct {
-		name   string
-		issuer string
-		keys   []*rsa.PublicKey
+		name     string
+		issuer   string
+		keys     []*rsa.PublicKey
+		jwksURI  string
+		external func() string
 	}{
-		{"http issuer", "http://kubernetes.default.svc", keys},
-		{"query", "https://kubernetes.default.svc?x=1", keys},
-		{"fragment", "https://kubernetes.default.svc#x", keys},
-		{"not a URL", "https://[::1", keys},
-		{"no keys", DefaultIssuer, nil},
-		{"nil key", DefaultIssuer, []*rsa.PublicKey{nil}},
+		{"http issuer", "http://kubernetes.default.svc", keys, "", external},
+		{"query", "https://kubernetes.default.svc?x=1", keys, "", external},
+		{"fragment", "https://kubernetes.default.svc#x", keys, "", external},
+		{"not a URL", "https://[::1", keys, "", external},
+		{"no keys", DefaultIssuer, nil, "", external},
+		{"nil key", DefaultIssuer, []*rsa.PublicKey{nil}, "", external},
+		{"neither JWKS URI nor external address", DefaultIssuer, keys, "", nil},
+		{"http JWKS URI", DefaultIssuer, keys, "http://keys.example/jwks", external},
+		{"JWKS URI without a host", DefaultIssuer, keys, "https:///jwks", external},
+		{"JWKS URI with a query", DefaultIssuer, keys, "https://keys.example/jwks?x=1", external},
+		{"JWKS URI with a fragment", DefaultIssuer, keys, "https://keys.example/jwks#x", external},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := DiscoveryHandlers(tt.issuer, tt.keys); err == nil {
+			if _, _, err := DiscoveryHandlers(DiscoveryConfig{Issuer: tt.issuer, Keys: tt.keys, JWKSURI: tt.jwksURI, ExternalAddress: tt.external}); err == nil {
 				t.Error("DiscoveryHandlers succeeded")
 			}
 		})
+	}
+}
+
+// A --service-account-jwks-uri is published as given.
+func TestDiscoveryJWKSURI(t *testing.T) {
+	t.Parallel()
+	keys := []*rsa.PublicKey{&testKey(t, 0).PublicKey}
+	cfgH, _, err := DiscoveryHandlers(DiscoveryConfig{Issuer: "https://issuer.example", JWKSURI: "https://keys.example/cluster/jwks", Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := serve(t, cfgH, http.MethodGet)
+	var cfg map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg["jwks_uri"] != "https://keys.example/cluster/jwks" || cfg["issuer"] != "https://issuer.example" {
+		t.Errorf("configuration = %v", cfg)
 	}
 }

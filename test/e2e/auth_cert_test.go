@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"io"
@@ -10,6 +11,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebus/kubebus/apiserver/pki"
 	"github.com/kubebus/kubebus/test/harness"
@@ -91,5 +97,113 @@ func TestIntegrationAuthClientCertificate(t *testing.T) {
 	out, err := s.Run(t, harness.Kubectl(t), "", "--kubeconfig", kubeconfig, "get", "pods")
 	if err == nil || !strings.Contains(err.Error(), "You must be logged in to the server") {
 		t.Errorf("kubectl get pods with another CA's certificate: %v\n%s\nwant a failure asking for credentials", err, out)
+	}
+}
+
+// TestIntegrationAuthIssuerDiscovery: the ServiceAccount issuer's OIDC
+// discovery documents, read by a ServiceAccount as upstream's bootstrap
+// policy allows: the configuration names the issuer and, as upstream, a
+// jwks_uri at the API server's advertised address (or the one
+// --service-account-jwks-uri gives), and that key set verifies a token
+// from the TokenRequest API.
+func TestIntegrationAuthIssuerDiscovery(t *testing.T) {
+	harness.SkipShort(t)
+	s := harness.StartServer(t, "", apiOnly...)
+	ctx := context.Background()
+	cs := s.Clientset(t)
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "relying-party"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "relying-party", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{"vault"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := tr.Status.Token
+	// What the ServiceAccount reads with its token (anonymous may not:
+	// upstream binds the discovery role to system:serviceaccounts only).
+	get := func(url string, auth bool) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auth {
+			tok, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "relying-party", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
+		}
+		resp, err := anonymousClient(t, s).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
+	}
+	if code, _ := get(s.URL+"/.well-known/openid-configuration", false); code != http.StatusForbidden {
+		t.Errorf("anonymous GET of the configuration = %d, want 403", code)
+	}
+	code, body := get(s.URL+"/.well-known/openid-configuration", true)
+	var cfg struct {
+		Issuer  string `json:"issuer"`
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &cfg) != nil {
+		t.Fatalf("configuration: %d %s", code, body)
+	}
+	if want := s.URL + "/openid/v1/jwks"; cfg.JWKSURI != want || cfg.Issuer != "https://kubernetes.default.svc.cluster.local" {
+		t.Errorf("configuration = %+v, want issuer https://kubernetes.default.svc.cluster.local and jwks_uri %s", cfg, want)
+	}
+	code, body = get(cfg.JWKSURI, true)
+	var set jose.JSONWebKeySet
+	if code != http.StatusOK || json.Unmarshal(body, &set) != nil || len(set.Keys) == 0 {
+		t.Fatalf("key set: %d %s", code, body)
+	}
+	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := set.Key(jws.Signatures[0].Header.KeyID)
+	if len(keys) != 1 {
+		t.Fatalf("key set has %d keys for the token's kid %q", len(keys), jws.Signatures[0].Header.KeyID)
+	}
+	payload, err := jws.Verify(keys[0])
+	if err != nil {
+		t.Fatalf("the published key does not verify the token: %v", err)
+	}
+	var claims struct {
+		Issuer string   `json:"iss"`
+		Aud    []string `json:"aud"`
+		Sub    string   `json:"sub"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil || claims.Issuer != cfg.Issuer || claims.Sub != "system:serviceaccount:default:relying-party" {
+		t.Errorf("claims = %+v (%v), want iss %s and the account's subject", claims, err, cfg.Issuer)
+	}
+
+	// A jwks_uri given by flag is published as given.
+	given := harness.StartServer(t, "", append([]string{"--service-account-jwks-uri", "https://keys.example.test/cluster/jwks"}, apiOnly...)...)
+	gcs := given.Clientset(t)
+	if _, err := gcs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "relying-party"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := gcs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "relying-party", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, given.URL+"/.well-known/openid-configuration", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
+	resp, err := anonymousClient(t, given).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &cfg) != nil || cfg.JWKSURI != "https://keys.example.test/cluster/jwks" {
+		t.Errorf("configuration with --service-account-jwks-uri: %d %s", resp.StatusCode, body)
 	}
 }

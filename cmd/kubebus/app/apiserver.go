@@ -78,6 +78,7 @@ func addAuthFlags(f *pflag.FlagSet, a *serve.AuthOptions) {
 	f.StringSliceVar(&a.EnableAdmissionPlugins, "enable-admission-plugins", nil, "admission plugins to run besides the defaults ("+strings.Join(admission.DefaultPlugins(), ", ")+")")
 	f.StringSliceVar(&a.DisableAdmissionPlugins, "disable-admission-plugins", nil, "default admission plugins not to run")
 	f.StringVar(&a.ServiceAccountIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "the issuer (iss) of ServiceAccount tokens, and of the OIDC discovery document")
+	f.StringVar(&a.ServiceAccountJWKSURI, "service-account-jwks-uri", "", "the jwks_uri of the OIDC discovery document, where relying parties fetch the token keys (default https://<advertised address>/openid/v1/jwks)")
 	f.DurationVar(&a.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "the longest lifetime the TokenRequest API gives a token, between 1h and 2^32 s (0: as long as asked)")
 	f.StringVar(&a.AdvertiseAddress, "advertise-address", "", "the address pods reach this API server at (the kubernetes Service's endpoints; default the bind address)")
 }
