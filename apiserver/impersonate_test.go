@@ -89,6 +89,9 @@ func TestImpersonate(t *testing.T) {
 			wantMsg: `groups \"system:masters\" is forbidden: User \"admin\" cannot impersonate resource \"groups\" in API group \"\" at the cluster scope`},
 		{name: "service account refused", caller: admin, headers: [][2]string{{"Impersonate-User", "system:serviceaccount:kube-system:root"}}, wantCode: 403,
 			wantMsg: `serviceaccounts \"root\" is forbidden: User \"admin\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"kube-system\"`},
+		// Not a valid account name: asked for as a user, as upstream.
+		{name: "invalid service account name is a user", caller: admin, headers: [][2]string{{"Impersonate-User", "system:serviceaccount:NS:builder"}}, wantCode: 403,
+			wantMsg: `users \"system:serviceaccount:NS:builder\" is forbidden: User \"admin\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope`},
 		{name: "extra refused", caller: admin, headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Extra-Scopes", "admin"}}, wantCode: 403,
 			wantMsg: `userextras.authentication.k8s.io \"admin\" is forbidden: User \"admin\" cannot impersonate resource \"userextras/scopes\" in API group \"authentication.k8s.io\" at the cluster scope`},
 		{name: "uid refused", caller: admin, headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Uid", "0"}}, wantCode: 403,

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -87,14 +88,16 @@ func ServiceAccountUser(namespace, name string) string {
 }
 
 // SplitServiceAccountUser returns the namespace and name of a
-// ServiceAccount user name, or ok false.
+// ServiceAccount user name, or ok false when user is not one: not
+// system:serviceaccount:NAMESPACE:NAME with a valid namespace name and a
+// valid account name, as upstream's serviceaccount.SplitUsername.
 func SplitServiceAccountUser(user string) (namespace, name string, ok bool) {
 	rest, ok := strings.CutPrefix(user, ServiceAccountPrefix)
 	if !ok {
 		return "", "", false
 	}
 	namespace, name, ok = strings.Cut(rest, ":")
-	if !ok || namespace == "" || name == "" || strings.Contains(name, ":") {
+	if !ok || len(apivalidation.ValidateNamespaceName(namespace, false)) > 0 || len(apivalidation.ValidateServiceAccountName(name, false)) > 0 {
 		return "", "", false
 	}
 	return namespace, name, true

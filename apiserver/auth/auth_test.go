@@ -148,3 +148,32 @@ func TestAudienceAgnostic(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitServiceAccountUser(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		user     string
+		ns, name string
+		ok       bool
+	}{
+		{"system:serviceaccount:default:robot", "default", "robot", true},
+		{"system:serviceaccount:kube-system:a.b-c", "kube-system", "a.b-c", true},
+		{"alice", "", "", false},
+		{"system:serviceaccount:default", "", "", false},
+		{"system:serviceaccount::robot", "", "", false},
+		{"system:serviceaccount:default:", "", "", false},
+		{"system:serviceaccount:default:a:b", "", "", false},
+		// Names that no namespace or account can have, as upstream's
+		// SplitUsername refuses them: impersonating one asks for a user.
+		{"system:serviceaccount:Default:robot", "", "", false},
+		{"system:serviceaccount:a.b:robot", "", "", false},
+		{"system:serviceaccount:default:Robot", "", "", false},
+		{"system:serviceaccount:default:robot_1", "", "", false},
+	}
+	for _, tt := range tests {
+		ns, name, ok := SplitServiceAccountUser(tt.user)
+		if ns != tt.ns || name != tt.name || ok != tt.ok {
+			t.Errorf("SplitServiceAccountUser(%q) = %q %q %v, want %q %q %v", tt.user, ns, name, ok, tt.ns, tt.name, tt.ok)
+		}
+	}
+}
