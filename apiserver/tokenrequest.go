@@ -18,19 +18,22 @@ import (
 )
 
 // TokenIssuer signs ServiceAccount tokens for the TokenRequest API
-// (serviceaccounts/token). bound is the object the token is bound to (a
-// Pod, Secret or Node the server has read), or nil.
+// (serviceaccounts/token). PrepareTokenRequest defaults and validates a
+// request before admission sees it; TokenRequest signs one, bound to bound
+// (a Pod, Secret or Node the server has read), or nil.
 type TokenIssuer interface {
+	PrepareTokenRequest(sa *corev1.ServiceAccount, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error)
 	TokenRequest(ctx context.Context, sa *corev1.ServiceAccount, req *authnv1.TokenRequest, bound metav1.Object) (*authnv1.TokenRequest, error)
 }
 
 var tokenRequestGK = schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}
 
-// tokenRequest answers POST .../serviceaccounts/NAME/token, as upstream's
-// TokenRequest REST: the ServiceAccount and the bound object must exist
-// (a token bound to a pod is valid only while that pod is), admission sees
-// the request (NodeRestriction limits a node to its own pods), and the
-// answer carries the signed token. Nothing is stored.
+// tokenRequest answers POST .../serviceaccounts/NAME/token, in upstream's
+// TokenRequest REST's order: the ServiceAccount must exist; the request is
+// defaulted and validated; admission sees it (NodeRestriction limits a
+// node to its own pods); then the bound object must exist (a token bound
+// to a pod is valid only while that pod is), and the answer carries the
+// signed token. Nothing is stored.
 func (s *Server) tokenRequest(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource) error {
 	if s.cfg.TokenIssuer == nil {
 		return apierrors.NewServiceUnavailable("the TokenRequest API is not configured on this server")
@@ -64,11 +67,15 @@ func (s *Server) tokenRequest(w http.ResponseWriter, r *http.Request, ri Request
 	if sa.DeletionTimestamp != nil {
 		return apierrors.NewNotFound(res.GroupResource(), ri.Name)
 	}
-	bound, err := s.tokenBoundObject(ctx, ri.Namespace, req)
+	req, err = s.cfg.TokenIssuer.PrepareTokenRequest(sa, req)
 	if err != nil {
 		return err
 	}
 	if err := s.admit(ctx, res, auth.Create, req, nil, string(resource.Token), isDryRun); err != nil {
+		return err
+	}
+	bound, err := s.tokenBoundObject(ctx, ri.Namespace, req)
+	if err != nil {
 		return err
 	}
 	if isDryRun {

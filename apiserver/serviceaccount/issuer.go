@@ -148,14 +148,13 @@ func BoundRef(req *authnv1.TokenRequest) (kind, name string, ok bool) {
 	return gvk.Kind, r.Name, true
 }
 
-// TokenRequest answers a TokenRequest for sa as upstream's
-// serviceaccounts/token subresource: it defaults and validates the spec,
-// binds the token to bound (nil, or the object BoundRef names, fetched by
-// the caller, who returns its NotFound as is), caps the lifetime at
-// MaxExpiration, if any, and returns a copy of req with the token in its
-// status (and the lifetime it was given in spec.expirationSeconds).
+// PrepareTokenRequest defaults and validates a TokenRequest for sa, as
+// upstream's serviceaccounts/token does before admission: the name and
+// namespace must match the account's if given, the expiration defaults to
+// an hour and the audiences to the API server's, and the spec must be
+// valid. It returns the request as admission should see it (a copy).
 // Errors are API status errors.
-func (i *Issuer) TokenRequest(ctx context.Context, sa *corev1.ServiceAccount, req *authnv1.TokenRequest, bound metav1.Object) (*authnv1.TokenRequest, error) {
+func (i *Issuer) PrepareTokenRequest(sa *corev1.ServiceAccount, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
 	if sa == nil || req == nil {
 		return nil, apierrors.NewInternalError(errors.New("token request without a service account"))
 	}
@@ -176,12 +175,27 @@ func (i *Issuer) TokenRequest(ctx context.Context, sa *corev1.ServiceAccount, re
 		out.Spec.Audiences = slices.Clone(i.audiences)
 	}
 	out.Name, out.Namespace = sa.Name, sa.Namespace
-	now := i.now()
-	out.CreationTimestamp = metav1.NewTime(now)
+	out.CreationTimestamp = metav1.NewTime(i.now())
 	out.Status = authnv1.TokenRequestStatus{}
 	if errs := validateSpec(&out.Spec); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(tokenRequestKind, "", errs)
 	}
+	return out, nil
+}
+
+// TokenRequest answers a TokenRequest for sa as upstream's
+// serviceaccounts/token subresource: it defaults and validates the spec
+// (PrepareTokenRequest), binds the token to bound (nil, or the object
+// BoundRef names, fetched by the caller, who returns its NotFound as is),
+// caps the lifetime at MaxExpiration, if any, and returns a copy of req
+// with the token in its status (and the lifetime it was given in
+// spec.expirationSeconds). Errors are API status errors.
+func (i *Issuer) TokenRequest(ctx context.Context, sa *corev1.ServiceAccount, req *authnv1.TokenRequest, bound metav1.Object) (*authnv1.TokenRequest, error) {
+	out, err := i.PrepareTokenRequest(sa, req)
+	if err != nil {
+		return nil, err
+	}
+	now := out.CreationTimestamp.Time
 	b, err := i.bind(ctx, sa, out.Spec.BoundObjectRef, bound)
 	if err != nil {
 		return nil, err

@@ -541,6 +541,14 @@ func TestIntegrationAuthTokenRequest(t *testing.T) {
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `metadata.name: Invalid value: "other": must match the service account name if specified`) {
 		t.Errorf("a token request naming another account: %v, want 422", err)
 	}
+	// Validation comes before the bound object is looked up, as upstream:
+	// an invalid lifetime bound to a pod that does not exist is a 422.
+	short := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](60),
+		BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "absent"}}}
+	_, err = cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", short, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes") {
+		t.Errorf("a 60 s token bound to a missing pod: %v, want 422 for the lifetime", err)
+	}
 	cm := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: &authnv1.BoundObjectReference{Kind: "ConfigMap", APIVersion: "v1", Name: "x"}}}
 	_, err = cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", cm, metav1.CreateOptions{})
 	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "cannot bind token to object of type /v1, Kind=ConfigMap") {
