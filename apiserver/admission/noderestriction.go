@@ -47,7 +47,10 @@ type NodeGetter interface {
 //   - nodes: write only its own Node, never its taints after creation,
 //     and no kubernetes.io or k8s.io label outside the kubelet's set;
 //   - leases: only its own, in kube-node-lease; csinodes: only its own;
-//   - serviceaccounts/token: only tokens bound to a pod on itself;
+//   - serviceaccounts/token: only tokens bound to a pod on itself, and
+//     only for an audience that pod uses or that the authorizer lets the
+//     node request (upstream's ServiceAccountNodeAudienceRestriction, on
+//     by default since 1.33);
 //   - persistentvolumeclaims: only the status, and of it only capacity,
 //     conditions and allocated resources;
 //   - certificatesigningrequests to the kubelet signers: only for its own
@@ -64,6 +67,13 @@ type NodeRestriction struct {
 	// Nodes, when set, checks that a mirror pod's owner reference carries
 	// the UID of the node.
 	Nodes NodeGetter
+	// APIAudiences are the API server's own token audiences: a
+	// TokenRequest that names none gets them, and a pod's token
+	// projection without an audience uses them.
+	APIAudiences []string
+	// Authorizer, when set, may let a node request a token for an audience
+	// its pod does not use (verb request-serviceaccounts-token-audience).
+	Authorizer auth.Authorizer
 }
 
 var _ auth.Admitter = NodeRestriction{}
@@ -474,7 +484,47 @@ func (p NodeRestriction) admitServiceAccountToken(ctx context.Context, nodeName 
 	if pod.Spec.NodeName != nodeName {
 		return forbidRequest(req, errors.New("node requested token bound to a pod scheduled on a different node"))
 	}
-	return nil
+	return p.admitTokenAudience(ctx, req, tr.Spec.Audiences, pod)
+}
+
+// admitTokenAudience lets a node ask for a token only for an audience its
+// pod uses, as upstream's ServiceAccountNodeAudienceRestriction: one
+// audience, named by a projected serviceAccountToken source of the pod, or
+// the API server's own audiences (which a request naming none gets) when
+// the pod projects a token without an audience, as the kube-api-access
+// volume does; or an audience the authorizer lets the node request (verb
+// request-serviceaccounts-token-audience on the audience as the resource
+// and the account as the name, in the pod's namespace).
+func (p NodeRestriction) admitTokenAudience(ctx context.Context, req *auth.AdmissionRequest, audiences []string, pod *corev1.Pod) error {
+	// A request naming no audience gets the API server's (the TokenRequest
+	// API defaults it before admission; this covers other callers).
+	apiAudiences := len(audiences) == 0 || slices.Equal(audiences, p.APIAudiences)
+	if len(audiences) > 1 && !apiAudiences {
+		return forbidRequest(req, errors.New("node may only request 0 or 1 audiences"))
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			sat := src.ServiceAccountToken
+			switch {
+			case sat == nil:
+			case sat.Audience == "" && (apiAudiences || len(audiences) == 1 && slices.Contains(p.APIAudiences, audiences[0])):
+				return nil
+			case sat.Audience != "" && len(audiences) == 1 && sat.Audience == audiences[0]:
+				return nil
+			}
+		}
+	}
+	if len(audiences) == 1 && p.Authorizer != nil {
+		d, _, err := p.Authorizer.Authorize(ctx, auth.Attributes{User: req.Attributes.User, Verb: "request-serviceaccounts-token-audience",
+			ResourceRequest: true, APIVersion: "v1", Resource: audiences[0], Namespace: req.Attributes.Namespace, Name: req.Attributes.Name})
+		if err == nil && d == auth.Allow {
+			return nil
+		}
+	}
+	return forbidRequest(req, fmt.Errorf("node requested token with audience %q, which its pod does not use and which it is not authorized to request", strings.Join(audiences, ",")))
 }
 
 func admitLease(nodeName string, req *auth.AdmissionRequest) error {

@@ -102,7 +102,7 @@ func csr(t *testing.T, signer, cn string) *auth.AdmissionRequest {
 
 func TestNodeRestriction(t *testing.T) {
 	t.Parallel()
-	pods := podMap{"app/mine": boundPod("mine", "n1"), "app/theirs": boundPod("theirs", "n2")}
+	pods := podMap{"app/mine": withTokenVolume(boundPod("mine", "n1"), ""), "app/theirs": boundPod("theirs", "n2")}
 	nodes := nodeMap{"n1": {ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "n1-uid"}}}
 	n1 := nodeUser("n1")
 	r := func(op auth.Operation, u auth.User, group, resource, sub, ns, name string, obj, old runtime.Object) *auth.AdmissionRequest {
@@ -288,5 +288,86 @@ func TestNodeRestriction(t *testing.T) {
 			err := NodeRestriction{Pods: pods, Nodes: nodes}.Admit(context.Background(), tc.req)
 			expectStatus(t, err, tc.code, tc.msg)
 		})
+	}
+}
+
+// authorizerFunc adapts a function to auth.Authorizer.
+type authorizerFunc func(a auth.Attributes) (auth.Decision, string, error)
+
+func (f authorizerFunc) Authorize(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
+	return f(a)
+}
+
+// withTokenVolume gives pod a projected ServiceAccount token for audience
+// ("" for the API server's, as the kube-api-access volume).
+func withTokenVolume(pod *corev1.Pod, audience string) *corev1.Pod {
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "token-" + audience, VolumeSource: corev1.VolumeSource{
+		Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: audience, Path: "token"}}}}}})
+	return pod
+}
+
+// A node may ask for a token only for an audience its pod uses, or one
+// the authorizer lets it request, as upstream's
+// ServiceAccountNodeAudienceRestriction.
+func TestNodeRestrictionTokenAudience(t *testing.T) {
+	t.Parallel()
+	n1 := auth.User{Name: "system:node:n1", Groups: []string{"system:nodes", auth.AllAuthenticated}}
+	api := []string{"https://kubernetes.default.svc.cluster.local"}
+	pods := podMap{
+		"app/default": withTokenVolume(boundPod("default", "n1"), ""),
+		"app/vault":   withTokenVolume(boundPod("vault", "n1"), "vault"),
+		"app/plain":   boundPod("plain", "n1"),
+	}
+	// The node may request "registry" tokens for the account "puller" only.
+	var asked []auth.Attributes
+	authz := authorizerFunc(func(a auth.Attributes) (auth.Decision, string, error) {
+		asked = append(asked, a)
+		if a.Verb == "request-serviceaccounts-token-audience" && a.Resource == "registry" && a.Name == "puller" && a.User.Name == n1.Name {
+			return auth.Allow, "", nil
+		}
+		return auth.NoOpinion, "", nil
+	})
+	token := func(pod, account string, audiences ...string) *auth.AdmissionRequest {
+		return &auth.AdmissionRequest{Operation: auth.Create, Subresource: "token",
+			Attributes: auth.Attributes{User: n1, Verb: "create", ResourceRequest: true, Resource: "serviceaccounts", Subresource: "token", Namespace: "app", Name: account},
+			Object: &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: audiences,
+				BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod, UID: types.UID(pod + "-uid")}}}}
+	}
+	tests := []struct {
+		name string
+		req  *auth.AdmissionRequest
+		msg  string // "" when allowed
+	}{
+		{name: "the API audiences, projected without an audience", req: token("default", "default", api...)},
+		{name: "no audience, projected without an audience", req: token("default", "default")},
+		{name: "the audience a volume names", req: token("vault", "default", "vault")},
+		{name: "the API audiences for a pod that projects only vault", req: token("vault", "default", api...),
+			msg: `serviceaccounts "default" is forbidden: node requested token with audience "https://kubernetes.default.svc.cluster.local", which its pod does not use and which it is not authorized to request`},
+		{name: "another audience", req: token("default", "default", "vault"),
+			msg: `serviceaccounts "default" is forbidden: node requested token with audience "vault", which its pod does not use and which it is not authorized to request`},
+		{name: "a pod without token volumes", req: token("plain", "default", api...),
+			msg: `serviceaccounts "default" is forbidden: node requested token with audience "https://kubernetes.default.svc.cluster.local", which its pod does not use and which it is not authorized to request`},
+		{name: "two audiences", req: token("vault", "default", "vault", "other"),
+			msg: `serviceaccounts "default" is forbidden: node may only request 0 or 1 audiences`},
+		{name: "an audience the authorizer grants", req: token("plain", "puller", "registry")},
+		{name: "that audience for another account", req: token("plain", "default", "registry"),
+			msg: `serviceaccounts "default" is forbidden: node requested token with audience "registry", which its pod does not use and which it is not authorized to request`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := NodeRestriction{Pods: pods, APIAudiences: api, Authorizer: authz}.Admit(context.Background(), tc.req)
+			if tc.msg == "" {
+				expectStatus(t, err, 0, "")
+			} else {
+				expectStatus(t, err, http.StatusForbidden, tc.msg)
+			}
+		})
+	}
+	var saw bool
+	for _, a := range asked {
+		saw = saw || a.Resource == "registry" && a.Namespace == "app" && a.Name == "puller" && a.APIGroup == ""
+	}
+	if !saw {
+		t.Errorf("the authorizer was asked %+v, never about registry for app/puller", asked)
 	}
 }

@@ -137,6 +137,42 @@ func TestIntegrationAuthNodeCredentials(t *testing.T) {
 	p1.Status.Phase = corev1.PodRunning
 	_, err = n1.CoreV1().Pods("default").UpdateStatus(ctx, p1, metav1.UpdateOptions{})
 	wantStatus(t, "n1 writes the status of its own pod", err, false)
+	// A node asks for tokens only for the audiences its pods use, or
+	// those RBAC grants it (upstream's ServiceAccountNodeAudienceRestriction).
+	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vault := pod("vault-n1", "n1", "")
+	vault.Spec.ServiceAccountName = "robot"
+	vault.Spec.Volumes = []corev1.Volume{{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "vault", Path: "token"}}}}}}}
+	vault, err = admin.CoreV1().Pods("default").Create(ctx, vault, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenFor := func(audience string) error {
+		_, err := n1.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{audience},
+			BoundObjectRef: &authnv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: vault.Name, UID: vault.UID}}}, metav1.CreateOptions{})
+		return err
+	}
+	harness.Eventually(t, 15*time.Second, func() error { return tokenFor("vault") })
+	err = tokenFor("registry")
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `node requested token with audience "registry", which its pod does not use`) {
+		t.Errorf("n1 asks for a token for an audience its pod does not use: %v, want 403", err)
+	}
+	grant := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "node-registry-audience"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"request-serviceaccounts-token-audience"}, APIGroups: []string{""}, Resources: []string{"registry"}}}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, grant, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "node-registry-audience"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:nodes"}}}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 15*time.Second, func() error { return tokenFor("registry") })
+
 	// Once the pod that used the Secret is gone, so is the node's access.
 	if err := admin.CoreV1().Pods("default").Delete(ctx, "on-n1", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
