@@ -26,7 +26,7 @@ type testCA struct {
 
 var serial atomic.Int64
 
-func newTestCA(t *testing.T, parent *testCA, name string) *testCA {
+func newTestCA(t testing.TB, parent *testCA, name string) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -53,7 +53,7 @@ func newTestCA(t *testing.T, parent *testCA, name string) *testCA {
 }
 
 // leaf issues a certificate for subject, valid until notAfter, with usage.
-func (ca *testCA) leaf(t *testing.T, subject pkix.Name, notAfter time.Time, usage x509.ExtKeyUsage) *x509.Certificate {
+func (ca *testCA) leaf(t testing.TB, subject pkix.Name, notAfter time.Time, usage x509.ExtKeyUsage) *x509.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -167,4 +167,28 @@ func TestClientCertGroupsAreCopies(t *testing.T) {
 	if u, _, _ := authn.Authenticate(certRequest(leaf)); u.Groups[0] != "dev" {
 		t.Fatalf("groups = %v after the caller changed its copy, want [dev]", u.Groups)
 	}
+}
+
+// BenchmarkClientCert: a request's certificate, remembered from an earlier
+// request (every request of a connection but the first), and verified
+// afresh (what the first costs).
+func BenchmarkClientCert(b *testing.B) {
+	ca := newTestCA(b, nil, "ca")
+	leaf := ca.leaf(b, pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}}, time.Now().Add(time.Hour), x509.ExtKeyUsageClientAuth)
+	r := certRequest(leaf)
+	b.Run("remembered", func(b *testing.B) {
+		authn := &ClientCert{Roots: ca.pool}
+		for b.Loop() {
+			if _, ok, err := authn.Authenticate(r); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("verified", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok, err := (&ClientCert{Roots: ca.pool}).Authenticate(r); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
 }
