@@ -28,12 +28,13 @@ type TokenIssuer interface {
 
 var tokenRequestGK = schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}
 
-// tokenRequest answers POST .../serviceaccounts/NAME/token, in upstream's
-// TokenRequest REST's order: the ServiceAccount must exist; the request is
-// defaulted and validated; admission sees it (NodeRestriction limits a
-// node to its own pods); then the bound object must exist (a token bound
-// to a pod is valid only while that pod is), and the answer carries the
-// signed token. Nothing is stored.
+// tokenRequest answers POST .../serviceaccounts/NAME/token in upstream's
+// order: admission sees the request as sent, as upstream's mutating
+// admission does before the TokenRequest REST (NodeRestriction limits a
+// node to its own pods and to the audiences they use); then the
+// ServiceAccount must exist; the request is defaulted and validated; the
+// bound object must exist (a token bound to a pod is valid only while that
+// pod is); and the answer carries the signed token. Nothing is stored.
 func (s *Server) tokenRequest(w http.ResponseWriter, r *http.Request, ri RequestInfo, res *resource.Resource) error {
 	if s.cfg.TokenIssuer == nil {
 		return apierrors.NewServiceUnavailable("the TokenRequest API is not configured on this server")
@@ -51,14 +52,21 @@ func (s *Server) tokenRequest(w http.ResponseWriter, r *http.Request, ri Request
 	if _, err := decodeRequest(r, body, req, metav1.FieldValidationStrict); err != nil {
 		return err
 	}
+	if req.Namespace != "" && req.Namespace != ri.Namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	req.Namespace = ri.Namespace
+	// Admission names the account of the URL, whatever the body says.
+	admitted := req.DeepCopy()
+	admitted.Name = ri.Name
+	if err := s.admit(ctx, res, auth.Create, admitted, nil, string(resource.Token), isDryRun); err != nil {
+		return err
+	}
 	if req.Name != "" && req.Name != ri.Name {
 		return apierrors.NewInvalid(tokenRequestGK, ri.Name, field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "name"), req.Name, "must match the service account name if specified")})
 	}
-	if req.Namespace != "" && req.Namespace != ri.Namespace {
-		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
-	}
-	req.Name, req.Namespace = ri.Name, ri.Namespace
+	req.Name = ri.Name
 	saObj, _, err := s.readObject(ctx, res, keyFor(res, ri.Namespace, ri.Name), ri.Name, false)
 	if err != nil {
 		return err
@@ -69,9 +77,6 @@ func (s *Server) tokenRequest(w http.ResponseWriter, r *http.Request, ri Request
 	}
 	req, err = s.cfg.TokenIssuer.PrepareTokenRequest(sa, req)
 	if err != nil {
-		return err
-	}
-	if err := s.admit(ctx, res, auth.Create, req, nil, string(resource.Token), isDryRun); err != nil {
 		return err
 	}
 	bound, err := s.tokenBoundObject(ctx, ri.Namespace, req)

@@ -67,10 +67,6 @@ type NodeRestriction struct {
 	// Nodes, when set, checks that a mirror pod's owner reference carries
 	// the UID of the node.
 	Nodes NodeGetter
-	// APIAudiences are the API server's own token audiences: a
-	// TokenRequest that names none gets them, and a pod's token
-	// projection without an audience uses them.
-	APIAudiences []string
 	// Authorizer, when set, may let a node request a token for an audience
 	// its pod does not use (verb request-serviceaccounts-token-audience).
 	Authorizer auth.Authorizer
@@ -488,18 +484,24 @@ func (p NodeRestriction) admitServiceAccountToken(ctx context.Context, nodeName 
 }
 
 // admitTokenAudience lets a node ask for a token only for an audience its
-// pod uses, as upstream's ServiceAccountNodeAudienceRestriction: one
-// audience, named by a projected serviceAccountToken source of the pod, or
-// the API server's own audiences (which a request naming none gets) when
-// the pod projects a token without an audience, as the kube-api-access
-// volume does; or an audience the authorizer lets the node request (verb
-// request-serviceaccounts-token-audience on the audience as the resource
-// and the account as the name, in the pod's namespace).
+// pod uses, as upstream's ServiceAccountNodeAudienceRestriction (on by
+// default since 1.33), judged on the audiences as the node sent them
+// (admission runs before the TokenRequest API defaults them, as upstream's
+// mutating admission does): at most one; none ("") or the one named must
+// be the audience of a projected serviceAccountToken source of the pod
+// ("" for a projection naming none, as the kube-api-access volume), or
+// the authorizer must let the node request it (verb
+// request-serviceaccounts-token-audience, the audience as the resource,
+// the account as the name, in the pod's namespace). Upstream also accepts
+// the audiences of CSI drivers' token requests; kubebus serves no
+// CSIDriver.
 func (p NodeRestriction) admitTokenAudience(ctx context.Context, req *auth.AdmissionRequest, audiences []string, pod *corev1.Pod) error {
-	// A request naming no audience gets the API server's (the TokenRequest
-	// API defaults it before admission; this covers other callers).
-	apiAudiences := len(audiences) == 0 || slices.Equal(audiences, p.APIAudiences)
-	if len(audiences) > 1 && !apiAudiences {
+	audience := ""
+	switch len(audiences) {
+	case 0:
+	case 1:
+		audience = audiences[0]
+	default:
 		return forbidRequest(req, errors.New("node may only request 0 or 1 audiences"))
 	}
 	for _, v := range pod.Spec.Volumes {
@@ -507,24 +509,24 @@ func (p NodeRestriction) admitTokenAudience(ctx context.Context, req *auth.Admis
 			continue
 		}
 		for _, src := range v.Projected.Sources {
-			sat := src.ServiceAccountToken
-			switch {
-			case sat == nil:
-			case sat.Audience == "" && (apiAudiences || len(audiences) == 1 && slices.Contains(p.APIAudiences, audiences[0])):
-				return nil
-			case sat.Audience != "" && len(audiences) == 1 && sat.Audience == audiences[0]:
+			if sat := src.ServiceAccountToken; sat != nil && sat.Audience == audience {
 				return nil
 			}
 		}
 	}
-	if len(audiences) == 1 && p.Authorizer != nil {
-		d, _, err := p.Authorizer.Authorize(ctx, auth.Attributes{User: req.Attributes.User, Verb: "request-serviceaccounts-token-audience",
-			ResourceRequest: true, APIVersion: "v1", Resource: audiences[0], Namespace: req.Attributes.Namespace, Name: req.Attributes.Name})
-		if err == nil && d == auth.Allow {
+	user := req.Attributes.User
+	if p.Authorizer != nil {
+		d, _, err := p.Authorizer.Authorize(ctx, auth.Attributes{User: user, Verb: "request-serviceaccounts-token-audience",
+			ResourceRequest: true, APIVersion: "v1", Resource: audience, Namespace: req.Attributes.Namespace, Name: req.Attributes.Name})
+		// An Allow counts even with an error, as upstream.
+		if d == auth.Allow {
 			return nil
 		}
+		if err != nil {
+			return forbidRequest(req, fmt.Errorf("error authorizing %s to request tokens for audience %q: %w", user.Name, audience, err))
+		}
 	}
-	return forbidRequest(req, fmt.Errorf("node requested token with audience %q, which its pod does not use and which it is not authorized to request", strings.Join(audiences, ",")))
+	return forbidRequest(req, fmt.Errorf("audience %q not found in pod spec volume, %s is not authorized to request tokens for this audience", audience, user.Name))
 }
 
 func admitLease(nodeName string, req *auth.AdmissionRequest) error {

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -308,22 +309,30 @@ func withTokenVolume(pod *corev1.Pod, audience string) *corev1.Pod {
 
 // A node may ask for a token only for an audience its pod uses, or one
 // the authorizer lets it request, as upstream's
-// ServiceAccountNodeAudienceRestriction.
+// ServiceAccountNodeAudienceRestriction, judged on the audiences as sent.
 func TestNodeRestrictionTokenAudience(t *testing.T) {
 	t.Parallel()
 	n1 := auth.User{Name: "system:node:n1", Groups: []string{"system:nodes", auth.AllAuthenticated}}
-	api := []string{"https://kubernetes.default.svc.cluster.local"}
 	pods := podMap{
 		"app/default": withTokenVolume(boundPod("default", "n1"), ""),
 		"app/vault":   withTokenVolume(boundPod("vault", "n1"), "vault"),
 		"app/plain":   boundPod("plain", "n1"),
 	}
-	// The node may request "registry" tokens for the account "puller" only.
+	// The node may request "registry" tokens for the account "puller"
+	// only; "flaky" is allowed with an error, "broken" is an error.
 	var asked []auth.Attributes
 	authz := authorizerFunc(func(a auth.Attributes) (auth.Decision, string, error) {
 		asked = append(asked, a)
-		if a.Verb == "request-serviceaccounts-token-audience" && a.Resource == "registry" && a.Name == "puller" && a.User.Name == n1.Name {
+		if a.Verb != "request-serviceaccounts-token-audience" || a.User.Name != n1.Name {
+			return auth.NoOpinion, "", nil
+		}
+		switch {
+		case a.Resource == "registry" && a.Name == "puller":
 			return auth.Allow, "", nil
+		case a.Resource == "flaky":
+			return auth.Allow, "", errors.New("a webhook timed out")
+		case a.Resource == "broken":
+			return auth.NoOpinion, "", errors.New("a webhook timed out")
 		}
 		return auth.NoOpinion, "", nil
 	})
@@ -333,29 +342,34 @@ func TestNodeRestrictionTokenAudience(t *testing.T) {
 			Object: &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: audiences,
 				BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod, UID: types.UID(pod + "-uid")}}}}
 	}
+	refused := func(audience string) string {
+		return `serviceaccounts "default" is forbidden: audience "` + audience + `" not found in pod spec volume, system:node:n1 is not authorized to request tokens for this audience`
+	}
 	tests := []struct {
 		name string
 		req  *auth.AdmissionRequest
 		msg  string // "" when allowed
 	}{
-		{name: "the API audiences, projected without an audience", req: token("default", "default", api...)},
-		{name: "no audience, projected without an audience", req: token("default", "default")},
+		{name: "no audience, projected without one", req: token("default", "default")},
 		{name: "the audience a volume names", req: token("vault", "default", "vault")},
-		{name: "the API audiences for a pod that projects only vault", req: token("vault", "default", api...),
-			msg: `serviceaccounts "default" is forbidden: node requested token with audience "https://kubernetes.default.svc.cluster.local", which its pod does not use and which it is not authorized to request`},
-		{name: "another audience", req: token("default", "default", "vault"),
-			msg: `serviceaccounts "default" is forbidden: node requested token with audience "vault", which its pod does not use and which it is not authorized to request`},
-		{name: "a pod without token volumes", req: token("plain", "default", api...),
-			msg: `serviceaccounts "default" is forbidden: node requested token with audience "https://kubernetes.default.svc.cluster.local", which its pod does not use and which it is not authorized to request`},
+		// As upstream: the API server's audience asked for by name is not
+		// the projection without an audience (the kubelet sends none).
+		{name: "the API audience by name, projected without one", req: token("default", "default", "https://kubernetes.default.svc.cluster.local"),
+			msg: refused("https://kubernetes.default.svc.cluster.local")},
+		{name: "no audience for a pod that projects only vault", req: token("vault", "default"), msg: refused("")},
+		{name: "another audience", req: token("default", "default", "vault"), msg: refused("vault")},
+		{name: "a pod without token volumes", req: token("plain", "default"), msg: refused("")},
 		{name: "two audiences", req: token("vault", "default", "vault", "other"),
 			msg: `serviceaccounts "default" is forbidden: node may only request 0 or 1 audiences`},
 		{name: "an audience the authorizer grants", req: token("plain", "puller", "registry")},
-		{name: "that audience for another account", req: token("plain", "default", "registry"),
-			msg: `serviceaccounts "default" is forbidden: node requested token with audience "registry", which its pod does not use and which it is not authorized to request`},
+		{name: "that audience for another account", req: token("plain", "default", "registry"), msg: refused("registry")},
+		{name: "allowed with an error", req: token("plain", "default", "flaky")},
+		{name: "an authorizer error", req: token("plain", "default", "broken"),
+			msg: `serviceaccounts "default" is forbidden: error authorizing system:node:n1 to request tokens for audience "broken": a webhook timed out`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := NodeRestriction{Pods: pods, APIAudiences: api, Authorizer: authz}.Admit(context.Background(), tc.req)
+			err := NodeRestriction{Pods: pods, Authorizer: authz}.Admit(context.Background(), tc.req)
 			if tc.msg == "" {
 				expectStatus(t, err, 0, "")
 			} else {
@@ -365,7 +379,7 @@ func TestNodeRestrictionTokenAudience(t *testing.T) {
 	}
 	var saw bool
 	for _, a := range asked {
-		saw = saw || a.Resource == "registry" && a.Namespace == "app" && a.Name == "puller" && a.APIGroup == ""
+		saw = saw || a.Resource == "registry" && a.Namespace == "app" && a.Name == "puller" && a.APIGroup == "" && a.ResourceRequest
 	}
 	if !saw {
 		t.Errorf("the authorizer was asked %+v, never about registry for app/puller", asked)

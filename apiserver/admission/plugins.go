@@ -62,11 +62,9 @@ type Deps struct {
 	Pods PodGetter
 	// Nodes, optional, lets NodeRestriction check a mirror pod's owner UID.
 	Nodes NodeGetter
-	// APIAudiences are the API server's token audiences, and Authorizer,
-	// optional, may grant a node more: for NodeRestriction's check of the
-	// audiences of the tokens nodes request.
-	APIAudiences []string
-	Authorizer   auth.Authorizer
+	// Authorizer, optional, may let a node request tokens for audiences
+	// its pods do not use (NodeRestriction).
+	Authorizer auth.Authorizer
 	// NamespacePods, optional, lets PodSecurity warn about the existing pods
 	// of a namespace whose enforce level tightens.
 	NamespacePods PodLister
@@ -174,7 +172,7 @@ func buildPlugin(name string, d Deps) (auth.Admitter, error) {
 		if d.Pods == nil {
 			return nil, errors.New("no PodGetter")
 		}
-		return NodeRestriction{Pods: d.Pods, Nodes: d.Nodes, APIAudiences: d.APIAudiences, Authorizer: d.Authorizer}, nil
+		return NodeRestriction{Pods: d.Pods, Nodes: d.Nodes, Authorizer: d.Authorizer}, nil
 	case PluginPodSecurity:
 		ps, err := NewPodSecurity(d.Namespaces, d.NamespacePods)
 		if err != nil {

@@ -187,7 +187,7 @@ func newSecurity(o Options, clientCAs *x509.CertPool, store *storage.Store, cach
 	}
 	plugins, err := admission.BuildPlugins(names, admission.Deps{
 		Namespaces: sec.objects, ServiceAccounts: sec.objects, Pods: sec.objects, Nodes: sec.objects, NamespacePods: sec.objects,
-		APIAudiences: sec.issuer.APIAudiences(), Authorizer: sec.authz,
+		Authorizer:      sec.authz,
 		PriorityClasses: &admission.StoredPriorityClasses{Store: store},
 		StorageClasses:  admission.StoredStorageClasses{Store: store},
 		Factories: map[string]func() (auth.Admitter, error){

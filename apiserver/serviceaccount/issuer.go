@@ -148,11 +148,6 @@ func BoundRef(req *authnv1.TokenRequest) (kind, name string, ok bool) {
 	return gvk.Kind, r.Name, true
 }
 
-// APIAudiences returns the audiences a token request that names none gets.
-func (i *Issuer) APIAudiences() []string {
-	return slices.Clone(i.audiences)
-}
-
 // PrepareTokenRequest defaults and validates a TokenRequest for sa, as
 // upstream's serviceaccounts/token does before admission: the name and
 // namespace must match the account's if given, the expiration defaults to

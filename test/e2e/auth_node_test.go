@@ -157,7 +157,7 @@ func TestIntegrationAuthNodeCredentials(t *testing.T) {
 	}
 	harness.Eventually(t, 15*time.Second, func() error { return tokenFor("vault") })
 	err = tokenFor("registry")
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `node requested token with audience "registry", which its pod does not use`) {
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `audience "registry" not found in pod spec volume, system:node:n1 is not authorized`) {
 		t.Errorf("n1 asks for a token for an audience its pod does not use: %v, want 403", err)
 	}
 	grant := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "node-registry-audience"},
