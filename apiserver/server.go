@@ -299,6 +299,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			got, found, err := s.cfg.Authenticator.Authenticate(r)
 			if err != nil {
 				s.cfg.Metrics.observeAuthentication("error", time.Since(start))
+				// As upstream: the client learns only "Unauthorized", the log why.
+				s.log.WarnContext(r.Context(), "unable to authenticate the request", "remote", r.RemoteAddr, "path", r.URL.Path, "err", err)
 				s.writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 				return
 			}

@@ -18,8 +18,11 @@ import (
 // groups; a certificate without a common name names no user (ok false),
 // as upstream's CommonNameUserConversion.
 //
-// A verified certificate is remembered by its SHA-256 until its chain
-// expires, so the requests of one client do not verify a signature each.
+// A verified certificate is remembered, with the intermediates the client
+// sent (a SHA-256 over them all), until its chain expires, so the requests
+// of one client do not verify a signature each. Roots must not change
+// once requests are served: what was verified against them stays
+// remembered.
 type ClientCert struct {
 	Roots *x509.CertPool
 	// Now is the clock (time.Now when nil).
@@ -48,7 +51,16 @@ func (c *ClientCert) Authenticate(r *http.Request) (User, bool, error) {
 	if c.Now != nil {
 		now = c.Now()
 	}
-	sum := sha256.Sum256(leaf.Raw)
+	var sum [sha256.Size]byte
+	if len(r.TLS.PeerCertificates) == 1 {
+		sum = sha256.Sum256(leaf.Raw)
+	} else {
+		h := sha256.New()
+		for _, cert := range r.TLS.PeerCertificates {
+			h.Write(cert.Raw)
+		}
+		h.Sum(sum[:0])
+	}
 	c.mu.Lock()
 	v, ok := c.verified[sum]
 	c.mu.Unlock()

@@ -192,3 +192,19 @@ func BenchmarkClientCert(b *testing.B) {
 		}
 	})
 }
+
+// What is remembered is the chain the client sent: a leaf that verified
+// with its intermediate is not taken without it.
+func TestClientCertRemembersTheSentChain(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t, nil, "ca")
+	inter := newTestCA(t, ca, "intermediate")
+	leaf := inter.leaf(t, pkix.Name{CommonName: "carol"}, time.Now().Add(time.Hour), x509.ExtKeyUsageClientAuth)
+	authn := &ClientCert{Roots: ca.pool}
+	if u, ok, err := authn.Authenticate(certRequest(leaf, inter.cert)); !ok || err != nil || u.Name != "carol" {
+		t.Fatalf("with the intermediate: %+v %v %v", u, ok, err)
+	}
+	if _, ok, err := authn.Authenticate(certRequest(leaf)); ok || err == nil || !strings.Contains(err.Error(), "unknown authority") {
+		t.Fatalf("without the intermediate after it verified with it: ok %v, err %v; want unknown authority", ok, err)
+	}
+}

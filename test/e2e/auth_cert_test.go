@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -58,6 +59,13 @@ func TestIntegrationAuthClientCertificate(t *testing.T) {
 			t.Errorf("GET %s with another CA's certificate = %d, want 401", p, code)
 		}
 	}
+	// The client learns only "Unauthorized"; the server's log says why.
+	harness.Eventually(t, 5*time.Second, func() error {
+		if logs := s.Logs(); !strings.Contains(logs, "unable to authenticate the request") || !strings.Contains(logs, "certificate signed by unknown authority") {
+			return errors.New("the server did not log why it refused the certificate")
+		}
+		return nil
+	})
 	// Our own CA's certificate is the admin's.
 	if code := statusOf(t, client(own.AdminCertFile, own.AdminKeyFile), http.MethodGet, s.URL+"/api/v1/secrets"); code != http.StatusOK {
 		t.Errorf("GET secrets with the admin's certificate = %d, want 200", code)
