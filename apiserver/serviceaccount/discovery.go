@@ -45,35 +45,30 @@ type DiscoveryConfig struct {
 	// from the API server's external address.
 	JWKSURI string
 	// ExternalAddress gives this API server's host:port as its clients
-	// reach it. It is called once, at the first request for the
-	// configuration (so it may be set once the server listens).
+	// reach it. It is called at requests for the configuration until it
+	// gives one (so it may be set once the server listens); the document
+	// is then rendered once.
 	ExternalAddress func() string
 	// Keys verify the tokens.
 	Keys []*rsa.PublicKey
 }
 
-// ValidateJWKSURI checks a jwks_uri given in place of the default one: an
-// https URL without query or fragment, as upstream requires.
+// ValidateJWKSURI checks a jwks_uri given in place of the default one: a
+// URL with the https scheme, as upstream requires.
 func ValidateJWKSURI(uri string) error {
 	u, err := url.Parse(uri)
 	switch {
 	case err != nil:
-		return fmt.Errorf("serviceaccount: parsing JWKS URI: %w", err)
+		return fmt.Errorf("serviceaccount: JWKS URI must be a valid URL: %w", err)
 	case u.Scheme != "https":
-		return fmt.Errorf("serviceaccount: JWKS URI must use https scheme, got: %s", uri)
-	case u.Host == "":
-		return fmt.Errorf("serviceaccount: JWKS URI must have a host, got: %s", uri)
-	case u.RawQuery != "" || u.ForceQuery:
-		return fmt.Errorf("serviceaccount: JWKS URI may not include a query, got: %s", uri)
-	case u.Fragment != "":
-		return fmt.Errorf("serviceaccount: JWKS URI may not include a fragment, got: %s", uri)
+		return fmt.Errorf("serviceaccount: JWKS URI requires https scheme, parsed as: %s", u)
 	}
 	return nil
 }
 
 // DiscoveryHandlers return the handlers of OpenIDConfigPath and JWKSPath
 // for cfg. The key set is rendered at once, the configuration at its first
-// request.
+// request that knows the external address.
 func DiscoveryHandlers(cfg DiscoveryConfig) (openIDConfig, jwks http.Handler, err error) {
 	u, err := url.Parse(cfg.Issuer)
 	switch {
@@ -110,19 +105,36 @@ func DiscoveryHandlers(cfg DiscoveryConfig) (openIDConfig, jwks http.Handler, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("serviceaccount: marshalling issuer JWKS: %w", err)
 	}
-	config := sync.OnceValues(func() ([]byte, error) {
+	var (
+		mu       sync.Mutex
+		rendered []byte
+	)
+	config := func() ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if rendered != nil {
+			return rendered, nil
+		}
 		jwksURI := cfg.JWKSURI
 		if jwksURI == "" {
-			jwksURI = (&url.URL{Scheme: "https", Host: cfg.ExternalAddress(), Path: JWKSPath}).String()
+			host := cfg.ExternalAddress()
+			if host == "" {
+				return nil, errors.New("the API server's external address is not known yet")
+			}
+			jwksURI = (&url.URL{Scheme: "https", Host: host, Path: JWKSPath}).String()
 		}
-		return json.Marshal(openIDMetadata{
+		body, err := json.Marshal(openIDMetadata{
 			Issuer:        cfg.Issuer,
 			JWKSURI:       jwksURI,
 			ResponseTypes: []string{"id_token"}, // Kubernetes only produces ID tokens
 			SubjectTypes:  []string{"public"},
 			SigningAlgs:   []string{string(jose.RS256)},
 		})
-	})
+		if err == nil {
+			rendered = body
+		}
+		return body, err
+	}
 	return documentFunc(config, "application/json"), document(keysJSON, jwksContentType), nil
 }
 

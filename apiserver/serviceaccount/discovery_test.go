@@ -108,9 +108,7 @@ func TestDiscoveryErrors(t *testing.T) {
 		{"nil key", DefaultIssuer, []*rsa.PublicKey{nil}, "", external},
 		{"neither JWKS URI nor external address", DefaultIssuer, keys, "", nil},
 		{"http JWKS URI", DefaultIssuer, keys, "http://keys.example/jwks", external},
-		{"JWKS URI without a host", DefaultIssuer, keys, "https:///jwks", external},
-		{"JWKS URI with a query", DefaultIssuer, keys, "https://keys.example/jwks?x=1", external},
-		{"JWKS URI with a fragment", DefaultIssuer, keys, "https://keys.example/jwks#x", external},
+		{"JWKS URI that is no URL", DefaultIssuer, keys, "https://[::1", external},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,5 +134,26 @@ func TestDiscoveryJWKSURI(t *testing.T) {
 	}
 	if cfg["jwks_uri"] != "https://keys.example/cluster/jwks" || cfg["issuer"] != "https://issuer.example" {
 		t.Errorf("configuration = %v", cfg)
+	}
+}
+
+// Until the external address is known the configuration is not served,
+// nor remembered.
+func TestDiscoveryExternalAddressLater(t *testing.T) {
+	t.Parallel()
+	keys := []*rsa.PublicKey{&testKey(t, 0).PublicKey}
+	var addr string
+	cfgH, _, err := DiscoveryHandlers(DiscoveryConfig{Issuer: DefaultIssuer, Keys: keys, ExternalAddress: func() string { return addr }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := serve(t, cfgH, http.MethodGet); w.Code != http.StatusInternalServerError {
+		t.Fatalf("before the address is known: %d %s, want 500", w.Code, w.Body)
+	}
+	addr = "127.0.0.1:6443"
+	w := serve(t, cfgH, http.MethodGet)
+	var cfg map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &cfg); err != nil || cfg["jwks_uri"] != "https://127.0.0.1:6443/openid/v1/jwks" {
+		t.Fatalf("once known: %d %s (%v)", w.Code, w.Body, err)
 	}
 }
