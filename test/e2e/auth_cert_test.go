@@ -161,8 +161,10 @@ func TestIntegrationAuthIssuerDiscovery(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal(body, &cfg) != nil {
 		t.Fatalf("configuration: %d %s", code, body)
 	}
+	// Fatal, so that the test never fetches a jwks_uri that is not this
+	// server's.
 	if want := s.URL + "/openid/v1/jwks"; cfg.JWKSURI != want || cfg.Issuer != "https://kubernetes.default.svc.cluster.local" {
-		t.Errorf("configuration = %+v, want issuer https://kubernetes.default.svc.cluster.local and jwks_uri %s", cfg, want)
+		t.Fatalf("configuration = %+v, want issuer https://kubernetes.default.svc.cluster.local and jwks_uri %s", cfg, want)
 	}
 	code, body = get(cfg.JWKSURI, true)
 	var set jose.JSONWebKeySet
