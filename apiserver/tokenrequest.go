@@ -19,8 +19,9 @@ import (
 
 // TokenIssuer signs ServiceAccount tokens for the TokenRequest API
 // (serviceaccounts/token). PrepareTokenRequest defaults and validates a
-// request before admission sees it; TokenRequest signs one, bound to bound
-// (a Pod, Secret or Node the server has read), or nil.
+// request, so that an invalid one is refused before its bound object is
+// looked up; TokenRequest signs one, bound to bound (a Pod, Secret or Node
+// the server has read), or nil.
 type TokenIssuer interface {
 	PrepareTokenRequest(sa *corev1.ServiceAccount, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error)
 	TokenRequest(ctx context.Context, sa *corev1.ServiceAccount, req *authnv1.TokenRequest, bound metav1.Object) (*authnv1.TokenRequest, error)

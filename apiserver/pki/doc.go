@@ -7,7 +7,7 @@
 // expired, close to expiry or no longer match what was asked. The CA is
 // never replaced once its certificate exists, because kubeconfigs and
 // components trust it. IssueClient adds client certificates for components,
-// ServerTLSConfig and UserFromCert serve with them and read their users, and
+// ServerTLSConfig serves with them (auth.ClientCert reads their users), and
 // WriteKubeconfig writes a kubeconfig the stock kubectl uses with TLS
 // verification on.
 //

@@ -81,7 +81,7 @@ func TestEnsureCertificates(t *testing.T) {
 
 	verifies(t, b, b.AdminCertFile, x509.ExtKeyUsageClientAuth, now)
 	admin := loadCert(t, b.AdminCertFile)
-	if name, groups := UserFromCert(admin); name != "kubebus-admin" || !slices.Equal(groups, []string{"system:masters"}) {
+	if name, groups := admin.Subject.CommonName, admin.Subject.Organization; name != "kubebus-admin" || !slices.Equal(groups, []string{"system:masters"}) {
 		t.Errorf("admin user %q groups %q", name, groups)
 	}
 
@@ -413,7 +413,8 @@ func TestIssueClient(t *testing.T) {
 			t.Errorf("files %s %s outside %s", certFile, keyFile, cfg.Dir)
 		}
 		verifies(t, b, certFile, x509.ExtKeyUsageClientAuth, now)
-		name, groups := UserFromCert(loadCert(t, certFile))
+		cert := loadCert(t, certFile)
+		name, groups := cert.Subject.CommonName, cert.Subject.Organization
 		if name != tt.user || !sameSet(groups, tt.groups) {
 			t.Errorf("IssueClient(%q, %q) made user %q groups %q", tt.user, tt.groups, name, groups)
 		}
@@ -434,7 +435,7 @@ func TestIssueClient(t *testing.T) {
 	if _, _, err := b.IssueClient("system:kube-scheduler", []string{"extra"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, groups := UserFromCert(loadCert(t, certFile)); !slices.Equal(groups, []string{"extra"}) {
+	if groups := loadCert(t, certFile).Subject.Organization; !slices.Equal(groups, []string{"extra"}) {
 		t.Errorf("groups %q after re-issue, want [extra]", groups)
 	}
 

@@ -2,10 +2,8 @@ package pki
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // ServerTLSConfig returns a tls.Config that serves the serving certificate
@@ -29,14 +27,4 @@ func (b *Bundle) ServerTLSConfig() (*tls.Config, error) {
 		ClientCAs:    b.CA,
 		MinVersion:   tls.VersionTLS12,
 	}, nil
-}
-
-// UserFromCert returns the user name and groups in a verified client
-// certificate: the subject's common name and organizations, as Kubernetes
-// reads them. The caller must have verified cert against the CA.
-func UserFromCert(cert *x509.Certificate) (name string, groups []string) {
-	if cert == nil {
-		return "", nil
-	}
-	return cert.Subject.CommonName, slices.Clone(cert.Subject.Organization)
 }

@@ -3,13 +3,11 @@ package pki
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 
@@ -137,35 +135,6 @@ func TestTLSHandshake(t *testing.T) {
 			}
 			if err := resp.TLS.VerifiedChains[0][0].VerifyHostname("127.0.0.1"); err != nil {
 				t.Error(err)
-			}
-		})
-	}
-}
-
-func TestUserFromCert(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name       string
-		cert       *x509.Certificate
-		wantName   string
-		wantGroups []string
-	}{
-		{name: "nil", cert: nil},
-		{name: "user only", cert: &x509.Certificate{Subject: pkix.Name{CommonName: "system:kube-scheduler"}}, wantName: "system:kube-scheduler"},
-		{name: "user and groups", cert: &x509.Certificate{Subject: pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes", "x"}}}, wantName: "system:node:n1", wantGroups: []string{"system:nodes", "x"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			name, groups := UserFromCert(tt.cert)
-			if name != tt.wantName || !slices.Equal(groups, tt.wantGroups) {
-				t.Errorf("got %q %q, want %q %q", name, groups, tt.wantName, tt.wantGroups)
-			}
-			if tt.cert != nil && len(groups) > 0 {
-				groups[0] = "changed"
-				if tt.cert.Subject.Organization[0] == "changed" {
-					t.Error("groups alias the certificate")
-				}
 			}
 		})
 	}

@@ -149,10 +149,10 @@ func BoundRef(req *authnv1.TokenRequest) (kind, name string, ok bool) {
 }
 
 // PrepareTokenRequest defaults and validates a TokenRequest for sa, as
-// upstream's serviceaccounts/token does before admission: the name and
-// namespace must match the account's if given, the expiration defaults to
-// an hour and the audiences to the API server's, and the spec must be
-// valid. It returns the request as admission should see it (a copy).
+// upstream's serviceaccounts/token storage does once the account is found:
+// the name and namespace must match the account's if given, the expiration
+// defaults to an hour and the audiences to the API server's, and the spec
+// must be valid. It returns the defaulted request (a copy).
 // Errors are API status errors.
 func (i *Issuer) PrepareTokenRequest(sa *corev1.ServiceAccount, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
 	if sa == nil || req == nil {
