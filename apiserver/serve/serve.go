@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubebus/kubebus/apiserver"
@@ -29,6 +30,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver/storage/encryption"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/busauth"
+	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/bus/publish"
 	"github.com/kubebus/kubebus/bus/stages"
 	"github.com/kubebus/kubebus/bus/tap"
@@ -79,6 +81,14 @@ type Options struct {
 	WatchCacheBytes int64
 	// Listening, when set, receives the bound address once serving.
 	Listening chan<- string
+	// PodIndexers are indexes the API server's pods cache keeps besides
+	// its own, and SharePods, when set, is handed that cache once it is
+	// made, before the API server listens: kubebus server's components
+	// read pods from it instead of from a bus consumer of their own, so
+	// that each pod event is decoded and held once in the process. Nothing
+	// may change the objects it holds.
+	PodIndexers map[string]informer.IndexFunc[*corev1.Pod]
+	SharePods   func(*informer.Informer[*corev1.Pod])
 	// ServiceClusterIPRange and ServiceNodePortRange are where Services get
 	// their cluster IPs and node ports (empty: 10.96.0.0/12, 30000-32767).
 	ServiceClusterIPRange string
@@ -190,8 +200,11 @@ func Run(ctx context.Context, o Options) error {
 		pubDone := make(chan struct{})
 		go func() { defer close(pubDone); _ = pub.Run(pctx) }()
 		defer func() { stopPub(); <-pubDone }()
-		if caches, err = newAuthCaches(js, instance, o.Logger.With("component", "apiserver-caches"), metrics.Registry); err != nil {
+		if caches, err = newAuthCaches(js, instance, o.Logger.With("component", "apiserver-caches"), metrics.Registry, o.PodIndexers); err != nil {
 			return err
+		}
+		if o.SharePods != nil {
+			o.SharePods(caches.pods)
 		}
 		runCaches = caches.Run
 		// The pod stage histograms, read from KUBE_HISTORY.

@@ -47,6 +47,12 @@ type Config struct {
 	Instance  string // distinguishes replicas' durables
 	Logger    *slog.Logger
 	Metrics   prometheus.Registerer
+	// Pods, when set, is a pods informer that another part of the process
+	// runs (kubebus server's API server keeps one for its authorizer and
+	// admission), made with PodIndexers: the caches read pods from it
+	// instead of from a bus consumer of their own, so that each pod event
+	// is decoded and held once in the process. Run does not run it.
+	Pods *informer.Informer[*corev1.Pod]
 }
 
 // Informers are the shared caches.
@@ -84,6 +90,9 @@ type Informers struct {
 	CustomResourceDefinitions *informer.Informer[*apiextensionsv1.CustomResourceDefinition]
 
 	all []runner
+	// borrowed are informers run elsewhere (Config.Pods), counted by
+	// HasSynced only.
+	borrowed []runner
 }
 
 type runner interface {
@@ -95,11 +104,10 @@ type runner interface {
 func New(cfg Config) (*Informers, error) {
 	inf := &Informers{}
 	var err error
-	if inf.Pods, err = newInformer(cfg, &inf.all, "", "pods", "", func() *corev1.Pod { return &corev1.Pod{} }, map[string]informer.IndexFunc[*corev1.Pod]{
-		ByOwnerUID:        ownerUIDs[*corev1.Pod],
-		ByOrphanNamespace: orphanNamespace[*corev1.Pod],
-		ByNodeName:        func(p *corev1.Pod) []string { return []string{p.Spec.NodeName} },
-	}); err != nil {
+	if cfg.Pods != nil {
+		inf.Pods = cfg.Pods
+		inf.borrowed = append(inf.borrowed, cfg.Pods)
+	} else if inf.Pods, err = newInformer(cfg, &inf.all, "", "pods", "", func() *corev1.Pod { return &corev1.Pod{} }, PodIndexers()); err != nil {
 		return nil, err
 	}
 	if inf.ReplicaSets, err = newInformer(cfg, &inf.all, "apps", "replicasets", "", func() *appsv1.ReplicaSet { return &appsv1.ReplicaSet{} },
@@ -206,6 +214,16 @@ func newInformer[T runtime.Object](cfg Config, all *[]runner, group, resource, n
 	return i, nil
 }
 
+// PodIndexers are the indexes the controllers look pods up by: a pods
+// informer given as Config.Pods must be made with them.
+func PodIndexers() map[string]informer.IndexFunc[*corev1.Pod] {
+	return map[string]informer.IndexFunc[*corev1.Pod]{
+		ByOwnerUID:        ownerUIDs[*corev1.Pod],
+		ByOrphanNamespace: orphanNamespace[*corev1.Pod],
+		ByNodeName:        func(p *corev1.Pod) []string { return []string{p.Spec.NodeName} },
+	}
+}
+
 func orphanNamespace[T metav1.Object](obj T) []string {
 	if metav1.GetControllerOfNoCopy(obj) != nil {
 		return nil
@@ -227,11 +245,14 @@ func (inf *Informers) Run(ctx context.Context) error {
 	return informer.RunAll(ctx, inf.all)
 }
 
-// HasSynced reports whether every informer has loaded its state.
+// HasSynced reports whether every informer, borrowed ones included, has
+// loaded its state.
 func (inf *Informers) HasSynced() bool {
-	for _, i := range inf.all {
-		if !i.HasSynced() {
-			return false
+	for _, list := range [][]runner{inf.all, inf.borrowed} {
+		for _, i := range list {
+			if !i.HasSynced() {
+				return false
+			}
 		}
 	}
 	return true

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/kubebus/kubebus/apiserver/storage/encryption"
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/busauth"
+	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/bus/natsserver"
 	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/controllers/kcm"
@@ -216,6 +218,9 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 		return err
 	}
 	listening := make(chan string, 1)
+	// The API server's pods cache, which the components share (see
+	// newSharedCaches); handed over before the server listens.
+	apiPods := make(chan *informer.Informer[*corev1.Pod], 1)
 	sup.Go(sup.tier(), "api server", func(ctx context.Context) error {
 		return serve.Run(ctx, serve.Options{
 			EtcdServers: []string{etcd.Endpoint}, NATSURL: ns.URL(), NATSCredentials: publisher,
@@ -226,6 +231,13 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 			ServiceClusterIPRange: o.svcIPRange, ServiceNodePortRange: o.nodePorts,
 			WatchCacheBytes: o.watchCache, Limits: o.limits, Auth: o.auth, Hosts: hosts,
 			ReadyChecks: map[string]func(context.Context) error{"nats-store": ns.StoreReady},
+			PodIndexers: cache.PodIndexers(),
+			SharePods: func(p *informer.Informer[*corev1.Pod]) {
+				select {
+				case apiPods <- p:
+				default: // called once; never blocks
+				}
+			},
 		})
 	})
 	var addr string
@@ -245,7 +257,12 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 		if err != nil {
 			return err
 		}
-		shared, runShared = newSharedCaches(log, ns.URL(), creds)
+		var pods *informer.Informer[*corev1.Pod]
+		select {
+		case pods = <-apiPods:
+		default:
+		}
+		shared, runShared = newSharedCaches(log, ns.URL(), creds, pods)
 	}
 	if runShared != nil {
 		sup.Go(sup.tier(), "shared informers", runShared)

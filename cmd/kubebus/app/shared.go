@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers/cache"
 	"github.com/kubebus/kubebus/proxy"
 	"github.com/kubebus/kubebus/scheduler/shell"
@@ -23,7 +26,12 @@ const sharedComponent = "kubebus-server"
 // builds them only with the controller-manager, which reads most of them;
 // without it each component keeps its own, as it does in a process of its
 // own. On failure it returns nils, with the same effect.
-func newSharedCaches(log *slog.Logger, natsURL string, creds bus.Credentials) (*cache.Informers, func(context.Context) error) {
+//
+// pods, when set, is the API server's pods cache (made with
+// cache.PodIndexers): the components read pods from it, so that the
+// process decodes and holds each pod once, not once for the API server's
+// authorizer and admission and again for the components.
+func newSharedCaches(log *slog.Logger, natsURL string, creds bus.Credentials, pods *informer.Informer[*corev1.Pod]) (*cache.Informers, func(context.Context) error) {
 	log = log.With("component", "informers")
 	nc, js, err := bus.Connect(natsURL, sharedComponent, creds)
 	if err != nil {
@@ -31,7 +39,7 @@ func newSharedCaches(log *slog.Logger, natsURL string, creds bus.Credentials) (*
 		return nil, nil
 	}
 	host, _ := os.Hostname()
-	caches, err := cache.New(cache.Config{JetStream: js, Component: sharedComponent, Instance: host, Logger: log})
+	caches, err := cache.New(cache.Config{JetStream: js, Component: sharedComponent, Instance: host, Logger: log, Pods: pods})
 	if err != nil {
 		nc.Close()
 		log.Warn("no shared informers; each component keeps its own", "err", err)
