@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -164,6 +165,9 @@ func createNamespace(ctx context.Context, b *testing.B, cs kubernetes.Interface,
 // token (automountServiceAccountToken: false): with every admission plugin
 // on, they are then as large as pods created without the plugins, which
 // tells the cost of the checks from the cost of the token volume's bytes.
+// With $KUBEBUS_BENCH_POD_PAD=N every pod carries an annotation of N
+// bytes: pods as many bytes larger as the token makes them, but with no
+// more fields, which tells the cost of bytes from the cost of structure.
 func BenchmarkNodeLoadCreates(b *testing.B) {
 	const total = 2000
 	pod := benchPod
@@ -171,6 +175,18 @@ func BenchmarkNodeLoadCreates(b *testing.B) {
 		pod = func(i int) *corev1.Pod {
 			p := benchPod(i)
 			p.Spec.AutomountServiceAccountToken = new(false)
+			return p
+		}
+	}
+	if v := os.Getenv("KUBEBUS_BENCH_POD_PAD"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 64<<10 {
+			b.Fatalf("KUBEBUS_BENCH_POD_PAD=%q: want a number of bytes from 0 to 65536", v)
+		}
+		unpadded, pad := pod, strings.Repeat("x", n)
+		pod = func(i int) *corev1.Pod {
+			p := unpadded(i)
+			p.Annotations = map[string]string{"bench.kubebus.io/pad": pad}
 			return p
 		}
 	}
