@@ -51,16 +51,16 @@ const rbacGroup = "rbac.authorization.k8s.io"
 func newAuthCaches(js jetstream.JetStream, instance string, log *slog.Logger, reg prometheus.Registerer, podIndexers map[string]informer.IndexFunc[*corev1.Pod]) (*authCaches, error) {
 	c := &authCaches{}
 	b := &cacheBuilder{c: c, js: js, instance: instance, log: log, reg: reg}
-	c.roles = cacheOf(b, rbacGroup, "roles", func() *rbacv1.Role { return &rbacv1.Role{} })
-	c.clusterRoles = cacheOf(b, rbacGroup, "clusterroles", func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} })
-	c.roleBindings = cacheOf(b, rbacGroup, "rolebindings", func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} })
-	c.clusterRoleBindings = cacheOf(b, rbacGroup, "clusterrolebindings", func() *rbacv1.ClusterRoleBinding { return &rbacv1.ClusterRoleBinding{} })
+	c.roles = cacheOf(b, rbacGroup, "roles", func() *rbacv1.Role { return &rbacv1.Role{} }, nil)
+	c.clusterRoles = cacheOf(b, rbacGroup, "clusterroles", func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} }, nil)
+	c.roleBindings = cacheOf(b, rbacGroup, "rolebindings", func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} }, nil)
+	c.clusterRoleBindings = cacheOf(b, rbacGroup, "clusterrolebindings", func() *rbacv1.ClusterRoleBinding { return &rbacv1.ClusterRoleBinding{} }, nil)
 	c.pods = cacheOf(b, "", "pods", func() *corev1.Pod { return &corev1.Pod{} }, podIndexers)
-	c.namespaces = cacheOf(b, "", "namespaces", func() *corev1.Namespace { return &corev1.Namespace{} })
-	c.serviceAccounts = cacheOf(b, "", "serviceaccounts", func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} })
-	c.limitRanges = cacheOf(b, "", "limitranges", func() *corev1.LimitRange { return &corev1.LimitRange{} })
-	c.quotas = cacheOf(b, "", "resourcequotas", func() *corev1.ResourceQuota { return &corev1.ResourceQuota{} })
-	c.claims = cacheOf(b, "", "persistentvolumeclaims", func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} })
+	c.namespaces = cacheOf(b, "", "namespaces", func() *corev1.Namespace { return &corev1.Namespace{} }, nil)
+	c.serviceAccounts = cacheOf(b, "", "serviceaccounts", func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} }, nil)
+	c.limitRanges = cacheOf(b, "", "limitranges", func() *corev1.LimitRange { return &corev1.LimitRange{} }, nil)
+	c.quotas = cacheOf(b, "", "resourcequotas", func() *corev1.ResourceQuota { return &corev1.ResourceQuota{} }, nil)
+	c.claims = cacheOf(b, "", "persistentvolumeclaims", func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, nil)
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -77,14 +77,15 @@ type cacheBuilder struct {
 	err      error
 }
 
-func cacheOf[T runtime.Object](b *cacheBuilder, group, resource string, newObj func() T, idx ...map[string]informer.IndexFunc[T]) *informer.Informer[T] {
+// cacheOf makes one cache, with the indexes idx (nil: none).
+func cacheOf[T runtime.Object](b *cacheBuilder, group, resource string, newObj func() T, idx map[string]informer.IndexFunc[T]) *informer.Informer[T] {
 	if b.err != nil {
 		return nil
 	}
 	i, err := informer.New(informer.Config[T]{
 		JetStream: b.js, Component: apiServerComponent, Instance: b.instance,
 		Group: group, Resource: resource, New: newObj, Logger: b.log, Metrics: b.reg,
-		Indexers: mergeIndexers(idx...),
+		Indexers: idx,
 	})
 	if err != nil {
 		b.err = fmt.Errorf("creating the %s cache: %w", resource, err)
@@ -92,20 +93,6 @@ func cacheOf[T runtime.Object](b *cacheBuilder, group, resource string, newObj f
 	}
 	b.c.all = append(b.c.all, i)
 	return i
-}
-
-// mergeIndexers joins sets of indexers (nil when there are none).
-func mergeIndexers[T runtime.Object](sets ...map[string]informer.IndexFunc[T]) map[string]informer.IndexFunc[T] {
-	var out map[string]informer.IndexFunc[T]
-	for _, set := range sets {
-		for name, f := range set {
-			if out == nil {
-				out = map[string]informer.IndexFunc[T]{}
-			}
-			out[name] = f
-		}
-	}
-	return out
 }
 
 // Run runs every cache until ctx ends.
