@@ -90,9 +90,6 @@ type Informers struct {
 	CustomResourceDefinitions *informer.Informer[*apiextensionsv1.CustomResourceDefinition]
 
 	all []runner
-	// borrowed are informers run elsewhere (Config.Pods), counted by
-	// HasSynced only.
-	borrowed []runner
 }
 
 type runner interface {
@@ -106,7 +103,6 @@ func New(cfg Config) (*Informers, error) {
 	var err error
 	if cfg.Pods != nil {
 		inf.Pods = cfg.Pods
-		inf.borrowed = append(inf.borrowed, cfg.Pods)
 	} else if inf.Pods, err = newInformer(cfg, &inf.all, "", "pods", "", func() *corev1.Pod { return &corev1.Pod{} }, PodIndexers()); err != nil {
 		return nil, err
 	}
@@ -245,14 +241,15 @@ func (inf *Informers) Run(ctx context.Context) error {
 	return informer.RunAll(ctx, inf.all)
 }
 
-// HasSynced reports whether every informer, borrowed ones included, has
-// loaded its state.
+// HasSynced reports whether every informer, a lent pods informer
+// (Config.Pods) included, has loaded its state.
 func (inf *Informers) HasSynced() bool {
-	for _, list := range [][]runner{inf.all, inf.borrowed} {
-		for _, i := range list {
-			if !i.HasSynced() {
-				return false
-			}
+	if !inf.Pods.HasSynced() {
+		return false
+	}
+	for _, i := range inf.all {
+		if !i.HasSynced() {
+			return false
 		}
 	}
 	return true

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -68,7 +67,7 @@ func TestServerSharesThePodsCache(t *testing.T) {
 	for name := range lister.Name() {
 		names = append(names, name)
 	}
-	if err := lister.Err(); err != nil && !errors.Is(err, context.Canceled) {
+	if err := lister.Err(); err != nil {
 		t.Fatal(err)
 	}
 	count := func(prefix string) int {
