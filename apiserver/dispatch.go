@@ -71,9 +71,13 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	ri, ok := parseRequestInfo(r)
 	rec := &statusRecorder{ResponseWriter: w, warnings: &warningSink{}}
 	r = r.WithContext(context.WithValue(r.Context(), warningsKey{}, rec.warnings))
-	metricResource := "unknown"
+	// The labels name a resource and subresource only once the request
+	// is known to be for ones this server serves, and verbs outside the
+	// API's set are "other", as upstream: a client, authorized or not,
+	// cannot add series by sending paths or methods of its own.
+	metricResource, metricSub := "unknown", ""
 	defer func() {
-		s.cfg.Metrics.observeRequest(ri.Verb, metricResource, ri.Subresource, rec.code, time.Since(start))
+		s.cfg.Metrics.observeRequest(cleanVerb(ri.Verb), metricResource, metricSub, rec.code, time.Since(start))
 	}()
 	if !ok {
 		s.writeError(rec, r, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
@@ -107,6 +111,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, err)
 		return
 	}
+	metricSub = ri.Subresource
 	release, err := s.limit(r.Context(), ri)
 	if err != nil {
 		s.writeError(rec, r, err)

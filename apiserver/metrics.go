@@ -108,6 +108,20 @@ func (m *Metrics) observeRequest(verb, resource, sub string, code int, d time.Du
 	}
 }
 
+// requestVerbs are the verbs request metrics are labelled with; any
+// other is counted as "other".
+var requestVerbs = map[string]bool{"get": true, "list": true, "watch": true, "create": true, "update": true,
+	"patch": true, "delete": true, "deletecollection": true}
+
+// cleanVerb is verb when it is one of requestVerbs, else "other" (a
+// method no handler serves, such as one a client made up).
+func cleanVerb(verb string) string {
+	if requestVerbs[verb] {
+		return verb
+	}
+	return "other"
+}
+
 // observeAuthentication records one authentication: result is success,
 // failure (no credential, or one no authenticator knows) or error.
 func (m *Metrics) observeAuthentication(result string, d time.Duration) {
