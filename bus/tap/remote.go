@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebus/kubebus/bus"
 )
@@ -57,12 +59,32 @@ func flagsFromQuery(q url.Values) Flags {
 		Name: q.Get("name"), Types: q.Get("type"), Since: q.Get("since"), Follow: follow, Output: "json"}
 }
 
+// writeBadRequest answers a query the tap cannot run with a 400 Status,
+// as the API server answers every refused request.
+func writeBadRequest(w http.ResponseWriter, err error) {
+	st := apierrors.NewBadRequest(err.Error()).Status()
+	st.APIVersion, st.Kind = "v1", "Status"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(st)
+}
+
+// statusMessage is the message of a Status body, or the body itself when
+// it is not one.
+func statusMessage(body []byte) string {
+	var st metav1.Status
+	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" && st.Message != "" {
+		return st.Message
+	}
+	return strings.TrimSpace(string(body))
+}
+
 // Handler serves the tap endpoint from the bus.
 func Handler(js jetstream.JetStream, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cfg, err := flagsFromQuery(r.URL.Query()).Config(false)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			writeBadRequest(w, err)
 			return
 		}
 		cfg.Logger = log
@@ -107,7 +129,7 @@ func RunRemote(ctx context.Context, client *http.Client, server string, f Flags,
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("the API server answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("the API server answered %s: %s", resp.Status, statusMessage(body))
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
