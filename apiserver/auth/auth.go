@@ -63,9 +63,11 @@ func (u User) InGroup(group string) bool {
 }
 
 // WithAuthenticated returns u with system:authenticated among its groups,
-// as upstream adds to every authenticated user but the anonymous one.
+// as upstream adds to every authenticated user but the anonymous one and
+// one whose credential already names system:authenticated or
+// system:unauthenticated.
 func (u User) WithAuthenticated() User {
-	if u.Name == AnonymousUser || u.InGroup(AllAuthenticated) {
+	if u.Name == AnonymousUser || u.InGroup(AllAuthenticated) || u.InGroup(AllUnauthenticated) {
 		return u
 	}
 	u.Groups = append(append(make([]string, 0, len(u.Groups)+1), u.Groups...), AllAuthenticated)

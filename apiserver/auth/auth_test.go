@@ -177,3 +177,24 @@ func TestSplitServiceAccountUser(t *testing.T) {
 		}
 	}
 }
+
+// TestWithAuthenticated: system:authenticated is added once, and not to
+// the anonymous user nor to a user whose credential names
+// system:unauthenticated, as upstream's AuthenticatedGroupAdder.
+func TestWithAuthenticated(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   User
+		want []string
+	}{
+		{User{Name: "alice", Groups: []string{"dev"}}, []string{"dev", AllAuthenticated}},
+		{User{Name: "alice"}, []string{AllAuthenticated}},
+		{User{Name: "alice", Groups: []string{AllAuthenticated, "dev"}}, []string{AllAuthenticated, "dev"}},
+		{User{Name: "odd", Groups: []string{AllUnauthenticated}}, []string{AllUnauthenticated}},
+		{Anonymous, []string{AllUnauthenticated}},
+	} {
+		if got := tc.in.WithAuthenticated().Groups; !slices.Equal(got, tc.want) {
+			t.Errorf("%s %v: groups %v, want %v", tc.in.Name, tc.in.Groups, got, tc.want)
+		}
+	}
+}
