@@ -39,6 +39,8 @@ func Builtin() []*Resource {
 		{GVK: core("Node"), Plural: "nodes", Singular: "node", ShortNames: []string{"no"},
 			Subresources: []Subresource{Status},
 			New:          func() runtime.Object { return &corev1.Node{} }, NewList: func() runtime.Object { return &corev1.NodeList{} },
+			PrepareForCreate: func(o runtime.Object) { normalizePodCIDR(o.(*corev1.Node)) },
+			PrepareForUpdate: func(o, _ runtime.Object) { normalizePodCIDR(o.(*corev1.Node)) },
 			Fields: func(o runtime.Object) fields.Set {
 				return fields.Set{"spec.unschedulable": strconv.FormatBool(o.(*corev1.Node).Spec.Unschedulable)}
 			}},
@@ -160,6 +162,19 @@ func selectorString(ls *metav1.LabelSelector) string {
 // values a type change leaves behind unchanged (cluster IPs when becoming
 // ExternalName, node ports when no longer NodePort or LoadBalancer), so
 // the allocator releases them.
+// normalizePodCIDR makes a node's spec.podCIDR the first of its
+// spec.podCIDRs, as upstream's v1 conversion does (one internal field
+// behind both): a podCIDR alone becomes the list; beside a list it is
+// ignored. The list's rules (valid, set once) then hold for both.
+func normalizePodCIDR(n *corev1.Node) {
+	if len(n.Spec.PodCIDRs) == 0 && n.Spec.PodCIDR != "" {
+		n.Spec.PodCIDRs = []string{n.Spec.PodCIDR}
+	}
+	if len(n.Spec.PodCIDRs) > 0 {
+		n.Spec.PodCIDR = n.Spec.PodCIDRs[0]
+	}
+}
+
 func keepServiceAllocations(obj, old runtime.Object) {
 	s, o := obj.(*corev1.Service), old.(*corev1.Service)
 	if s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) == 0 && s.Spec.Type != corev1.ServiceTypeExternalName {

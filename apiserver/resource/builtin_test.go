@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestKeepServiceAllocations(t *testing.T) {
@@ -69,5 +70,57 @@ func TestKeepServiceAllocations(t *testing.T) {
 				t.Errorf("spec = %+v\nwant %+v", got.Spec, want.Spec)
 			}
 		})
+	}
+}
+
+// TestNodePodCIDR: spec.podCIDR is the first of spec.podCIDRs as the API
+// stores a node, so the rule that the list, once set, never changes
+// holds for the single field too: a kubelet cannot rewrite its podCIDR
+// (to the whole cluster range, making the IPAM think every subnet taken).
+func TestNodePodCIDR(t *testing.T) {
+	t.Parallel()
+	var nodes *Resource
+	for _, r := range Builtin() {
+		if r.Plural == "nodes" {
+			nodes = r
+		}
+	}
+	if nodes == nil {
+		t.Fatal("no nodes resource")
+	}
+	node := func(single string, list ...string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1"}, Spec: corev1.NodeSpec{PodCIDR: single, PodCIDRs: list}}
+	}
+	created := node("10.244.1.0/24")
+	nodes.PrepareForCreate(created)
+	if created.Spec.PodCIDR != "10.244.1.0/24" || !reflect.DeepEqual(created.Spec.PodCIDRs, []string{"10.244.1.0/24"}) {
+		t.Errorf("a podCIDR alone: stored %q %v, want it in podCIDRs too", created.Spec.PodCIDR, created.Spec.PodCIDRs)
+	}
+	old := node("10.244.1.0/24", "10.244.1.0/24")
+	for _, c := range []struct {
+		name    string
+		upd     *corev1.Node
+		refused bool
+		want    string
+	}{
+		{"podCIDR rewritten beside the list is ignored", node("10.244.0.0/16", "10.244.1.0/24"), false, "10.244.1.0/24"},
+		{"podCIDR rewritten without the list", node("10.244.0.0/16"), true, ""},
+		{"podCIDR set to garbage without the list", node("garbage"), true, ""},
+		{"unchanged", node("10.244.1.0/24", "10.244.1.0/24"), false, "10.244.1.0/24"},
+	} {
+		nodes.PrepareForUpdate(c.upd, old)
+		errs := nodes.ValidateUpdate(c.upd, old)
+		if (len(errs) > 0) != c.refused {
+			t.Errorf("%s: errors %v, want refused=%v", c.name, errs, c.refused)
+		}
+		if !c.refused && c.upd.Spec.PodCIDR != c.want {
+			t.Errorf("%s: stored podCIDR %q, want %q", c.name, c.upd.Spec.PodCIDR, c.want)
+		}
+	}
+	unset := node("")
+	set := node("10.244.2.0/24")
+	nodes.PrepareForUpdate(set, unset)
+	if errs := nodes.ValidateUpdate(set, unset); len(errs) > 0 {
+		t.Errorf("setting a podCIDR the first time: %v", errs)
 	}
 }
