@@ -153,8 +153,15 @@ func (s *Server) createObject(ctx context.Context, res *resource.Resource, obj r
 		res.PrepareForCreateBy(obj, auth.UserFrom(ctx))
 	}
 	s.recordManager(ctx, res, obj, nil, "")
-	if err := s.admit(ctx, res, auth.Create, obj, nil, "", isDryRun); err != nil {
+	// Upstream's order: the mutating plugins, then the object is prepared
+	// and validated as it will be stored, then the validating plugins judge
+	// it. So a pod's QoS class is that of the resources LimitRanger gave
+	// it, and an invalid object is refused before quota charges it.
+	if err := s.admitStep(ctx, admitMutating, res, auth.Create, obj, nil, "", isDryRun); err != nil {
 		return nil, err
+	}
+	if res.PrepareForCreate != nil {
+		res.PrepareForCreate(obj) // again: what the plugins changed
 	}
 	if res.Validate != nil {
 		if errs := res.Validate(obj); len(errs) > 0 {
@@ -163,6 +170,9 @@ func (s *Server) createObject(ctx context.Context, res *resource.Resource, obj r
 	}
 	if m.GetName() == "" {
 		return nil, invalid(res, "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	if err := s.admitStep(ctx, admitValidating, res, auth.Create, obj, nil, "", isDryRun); err != nil {
+		return nil, err
 	}
 	alloc := s.allocator(res)
 	var unallocated runtime.Object
@@ -218,7 +228,32 @@ type postedKey struct{}
 
 // admit runs the admission chain, if any.
 func (s *Server) admit(ctx context.Context, res *resource.Resource, op auth.Operation, obj, old runtime.Object, sub string, isDryRun bool) error {
+	return s.admitStep(ctx, admitAll, res, op, obj, old, sub, isDryRun)
+}
+
+// admissionStep is which of admission's two steps to run.
+type admissionStep int
+
+const (
+	admitAll        admissionStep = iota
+	admitMutating                 // the plugins that may change the object
+	admitValidating               // the plugins that only judge it
+)
+
+// steppedAdmitter is an admission chain that runs its two steps apart
+// (admission.Timed). A chain that cannot runs whole in the mutating step.
+type steppedAdmitter interface {
+	Mutate(ctx context.Context, req *auth.AdmissionRequest) error
+	Validate(ctx context.Context, req *auth.AdmissionRequest) error
+}
+
+// admitStep runs one step of admission on a write (admitAll: both).
+func (s *Server) admitStep(ctx context.Context, step admissionStep, res *resource.Resource, op auth.Operation, obj, old runtime.Object, sub string, isDryRun bool) error {
 	if s.cfg.Admission == nil {
+		return nil
+	}
+	stepped, ok := s.cfg.Admission.(steppedAdmitter)
+	if !ok && step == admitValidating {
 		return nil
 	}
 	m, _ := meta.Accessor(firstNonNil(obj, old))
@@ -229,7 +264,15 @@ func (s *Server) admit(ctx context.Context, res *resource.Resource, op auth.Oper
 	_, posted := ctx.Value(postedKey{}).(bool)
 	req := &auth.AdmissionRequest{Operation: op, Attributes: a, Kind: res.GVK, Object: obj, OldObject: old, DryRun: isDryRun, Subresource: sub,
 		Posted: posted && op == auth.Create}
-	err := s.cfg.Admission.Admit(ctx, req)
+	var err error
+	switch {
+	case step == admitAll || !ok:
+		err = s.cfg.Admission.Admit(ctx, req)
+	case step == admitMutating:
+		err = stepped.Mutate(ctx, req)
+	default:
+		err = stepped.Validate(ctx, req)
+	}
 	addWarnings(ctx, req.Warnings)
 	if err != nil {
 		var se apierrors.APIStatus

@@ -265,7 +265,7 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 			nm.SetGeneration(om.GetGeneration() + 1)
 		}
 	}
-	if err := s.admit(ctx, res, auth.Update, obj, old, sub, isDryRun); err != nil {
+	if err := s.admitStep(ctx, admitMutating, res, auth.Update, obj, old, sub, isDryRun); err != nil {
 		return err
 	}
 	validate := res.ValidateUpdate
@@ -277,7 +277,9 @@ func (s *Server) finishUpdate(ctx context.Context, res *resource.Resource, obj, 
 			return invalid(res, nm.GetName(), errs)
 		}
 	}
-	return nil
+	// The validating plugins judge the update as it will be stored, after
+	// validation, as upstream: quota charges no invalid update.
+	return s.admitStep(ctx, admitValidating, res, auth.Update, obj, old, sub, isDryRun)
 }
 
 // shouldDeleteDuringUpdate: an object being deleted whose last finalizer is

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/apiserver/admission"
+	"github.com/kubebus/kubebus/apiserver/auth"
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
 	"github.com/kubebus/kubebus/test/harness"
@@ -74,6 +75,13 @@ func TestIntegrationDefaultTolerationSeconds(t *testing.T) {
 // admission chain is the one chain makes of its store, and returns a
 // client of it and the server.
 func startAPIServer(t *testing.T, chain func(*storage.Store) admission.Chain) (kubernetes.Interface, *apiserver.Server) {
+	t.Helper()
+	return startAPIServerAdmitting(t, func(s *storage.Store) auth.Admitter { return chain(s) })
+}
+
+// startAPIServerAdmitting is startAPIServer with any admitter, such as a
+// Timed chain, which runs its mutating and validating steps apart.
+func startAPIServerAdmitting(t *testing.T, chain func(*storage.Store) auth.Admitter) (kubernetes.Interface, *apiserver.Server) {
 	t.Helper()
 	etcd := harness.StartEtcd(t)
 	store, err := storage.New(storage.Config{Endpoints: []string{etcd.Endpoint}})

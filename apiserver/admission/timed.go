@@ -63,24 +63,45 @@ func NewTimed(plugins []Plugin, rec Recorder) *Timed {
 	return t
 }
 
-// Admit implements auth.Admitter.
+// Admit implements auth.Admitter: both steps, one after the other.
 func (t *Timed) Admit(ctx context.Context, req *auth.AdmissionRequest) error {
-	if t.rec == nil {
-		for i := range t.plugins {
-			p := &t.plugins[i]
+	if err := t.Mutate(ctx, req); err != nil {
+		return err
+	}
+	return t.Validate(ctx, req)
+}
+
+// Mutate runs the first step: the plugins that may change the object.
+// The API server then prepares and validates the object as it will be
+// stored before it runs Validate, as upstream does between its mutating
+// and validating admission.
+func (t *Timed) Mutate(ctx context.Context, req *auth.AdmissionRequest) error {
+	return t.run(ctx, req, false)
+}
+
+// Validate runs the second step: the plugins that only validate.
+func (t *Timed) Validate(ctx context.Context, req *auth.AdmissionRequest) error {
+	return t.run(ctx, req, true)
+}
+
+// run runs the plugins of one step in order, recording each and the step
+// (a validating step without plugins is not recorded).
+func (t *Timed) run(ctx context.Context, req *auth.AdmissionRequest, validating bool) error {
+	var step time.Time
+	ran := false
+	for i := range t.plugins {
+		p := &t.plugins[i]
+		if p.Validating != validating {
+			continue
+		}
+		if t.rec == nil {
 			if err := admitSafely(ctx, p.Name, p.Admitter, req); err != nil {
 				return err
 			}
+			continue
 		}
-		return nil
-	}
-	validating := false
-	step := t.now()
-	for i := range t.plugins {
-		p := &t.plugins[i]
-		if p.Validating && !validating {
-			t.observeStep(false, req.Operation, false, step)
-			validating, step = true, t.now()
+		if !ran {
+			ran, step = true, t.now()
 		}
 		start := t.now()
 		err := admitSafely(ctx, p.Name, p.Admitter, req)
@@ -92,7 +113,12 @@ func (t *Timed) Admit(ctx context.Context, req *auth.AdmissionRequest) error {
 			return err
 		}
 	}
-	t.observeStep(validating, req.Operation, false, step)
+	if t.rec != nil && (ran || !validating) {
+		if !ran {
+			step = t.now()
+		}
+		t.observeStep(validating, req.Operation, false, step)
+	}
 	return nil
 }
 
