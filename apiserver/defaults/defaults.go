@@ -54,6 +54,8 @@ func Default(obj runtime.Object) {
 		defaultPersistentVolume(o)
 	case *corev1.PersistentVolumeClaim:
 		defaultPersistentVolumeClaim(o)
+	case *corev1.LimitRange:
+		defaultLimitRange(o)
 	case *storagev1.StorageClass:
 		defaultStorageClass(o)
 	case *schedulingv1.PriorityClass:
