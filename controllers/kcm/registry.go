@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
-	"github.com/kubebus/kubebus/apiserver/quota"
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/bus/informer"
 	"github.com/kubebus/kubebus/controllers"
@@ -204,19 +206,8 @@ func registry() []entry {
 			if err != nil {
 				return nil, err
 			}
-			objects := map[schema.GroupResource]resourcequota.Source[*metav1.PartialObjectMetadata]{}
-			for _, r := range servedResources() {
-				gr := schema.GroupResource{Group: r.Group, Resource: r.Resource}
-				if !r.Namespaced || gr == quota.Pods || gr == quota.Services {
-					continue
-				}
-				if inf := g.Informer(r.GVR()); inf != nil {
-					objects[gr] = inf
-				}
-			}
-			return resourcequota.New(resourcequota.Config{Client: d.Client, Quotas: d.Caches.ResourceQuotas,
-				Pods: d.Caches.Pods, Services: d.Caches.Services, Objects: objects,
-				Options: controllers.Options{Logger: d.Logger}})
+			return resourcequota.New(quotaConfig(quotaSources{Quotas: d.Caches.ResourceQuotas, Pods: d.Caches.Pods,
+				Services: d.Caches.Services, Claims: d.Caches.PersistentVolumeClaims, Metadata: g.Informer}, d.Client, d.Logger))
 		}},
 		{name: disruption.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
 			return disruption.New(disruption.Config{Client: d.Client, PodDisruptionBudgets: d.Caches.PodDisruptionBudgets, Pods: d.Caches.Pods,
@@ -308,4 +299,33 @@ func sharedMetadata(c *cache.Informers) map[schema.GroupResource]garbagecollecto
 		{Group: "policy", Resource: "poddisruptionbudgets"}:                    informer.Metadata(c.PodDisruptionBudgets),
 		{Group: "storage.k8s.io", Resource: "storageclasses"}:                  informer.Metadata(c.StorageClasses),
 	}
+}
+
+// quotaSources are the caches the ResourceQuota controller counts from.
+type quotaSources struct {
+	Quotas   resourcequota.QuotaSource
+	Pods     resourcequota.Source[*corev1.Pod]
+	Services resourcequota.Source[*corev1.Service]
+	Claims   resourcequota.Source[*corev1.PersistentVolumeClaim]
+	// Metadata returns a resource's metadata cache, nil when there is none
+	// (the garbage collector's Informer).
+	Metadata func(schema.GroupVersionResource) garbagecollector.Objects
+}
+
+// quotaConfig wires the ResourceQuota controller: the resources whose
+// usage depends on their content (resourcequota.Typed) from the typed
+// caches, every other served namespaced resource from its metadata cache.
+func quotaConfig(src quotaSources, client kubernetes.Interface, log *slog.Logger) resourcequota.Config {
+	objects := map[schema.GroupResource]resourcequota.Source[*metav1.PartialObjectMetadata]{}
+	for _, r := range servedResources() {
+		gr := r.GVR().GroupResource()
+		if !r.Namespaced || resourcequota.Typed(gr) {
+			continue
+		}
+		if inf := src.Metadata(r.GVR()); inf != nil {
+			objects[gr] = inf
+		}
+	}
+	return resourcequota.Config{Client: client, Quotas: src.Quotas, Pods: src.Pods, Services: src.Services, Claims: src.Claims,
+		Objects: objects, Options: controllers.Options{Logger: log}}
 }

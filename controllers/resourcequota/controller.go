@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,18 +41,29 @@ type QuotaSource interface {
 	List() []*corev1.ResourceQuota
 }
 
+// typed are the resources whose quota usage depends on more than their
+// metadata: quota.Usage needs their typed objects, and a metadata cache
+// of them would make every quota that limits them fail to sync.
+var typed = []schema.GroupResource{quota.Pods, quota.Services, quota.PersistentVolumeClaims}
+
+// Typed reports whether gr is counted from one of Config's typed caches
+// (Pods, Services, Claims) and so must not be among Config.Objects.
+func Typed(gr schema.GroupResource) bool { return slices.Contains(typed, gr) }
+
 // Config configures the controller.
 type Config struct {
 	Client kubernetes.Interface
 	Quotas QuotaSource
-	// Pods and Services are counted from their typed caches (their usage
-	// depends on their spec and status).
+	// Pods, Services and Claims (PersistentVolumeClaims) are counted from
+	// their typed caches: their usage depends on their spec and status (see
+	// Typed).
 	Pods     Source[*corev1.Pod]
 	Services Source[*corev1.Service]
+	Claims   Source[*corev1.PersistentVolumeClaim]
 	// Objects are the other namespaced resources, counted by object
 	// (count/<resource>.<group>, and the legacy configmaps, secrets and
 	// resourcequotas), from metadata caches. A resource left out is not
-	// counted.
+	// counted; a Typed one may not be given here.
 	Objects map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]
 	// Resync is how often every quota is recomputed (default
 	// DefaultResync).
@@ -66,11 +78,11 @@ func (c *Config) validate() error {
 	switch {
 	case c.Client == nil:
 		return errors.New("resourcequota: Client is required")
-	case c.Quotas == nil || c.Pods == nil || c.Services == nil:
-		return errors.New("resourcequota: the Quotas, Pods and Services caches are required")
+	case c.Quotas == nil || c.Pods == nil || c.Services == nil || c.Claims == nil:
+		return errors.New("resourcequota: the Quotas, Pods, Services and Claims caches are required")
 	}
 	for gr := range c.Objects {
-		if gr == quota.Pods || gr == quota.Services {
+		if Typed(gr) {
 			return fmt.Errorf("resourcequota: %s is counted from its typed cache, not from Objects", gr)
 		}
 	}
@@ -101,7 +113,7 @@ func New(cfg Config) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	r := &reconciler{client: cfg.Client, quotas: cfg.Quotas, pods: cfg.Pods, services: cfg.Services, objects: cfg.Objects,
+	r := &reconciler{client: cfg.Client, quotas: cfg.Quotas, pods: cfg.Pods, services: cfg.Services, claims: cfg.Claims, objects: cfg.Objects,
 		now: cfg.Now, log: cfg.Options.Logger.With("controller", Name)}
 	c := &Controller{ctrl: controllers.New(Name, r, cfg.Options), quotas: cfg.Quotas, resync: cfg.Resync}
 	c.register(cfg)
@@ -138,7 +150,7 @@ func (c *Controller) enqueueAll() {
 // register adds the handlers: a quota is recomputed when its spec changes,
 // and the quotas of a namespace that count a resource when an object of it
 // is deleted or stops using what it was charged (a pod finishing, a
-// service changing type).
+// service changing type, a claim's allocated storage changing).
 func (c *Controller) register(cfg Config) {
 	cfg.Quotas.AddHandler(informer.HandlerFuncs[*corev1.ResourceQuota]{
 		AddFunc: func(q *corev1.ResourceQuota) { c.ctrl.EnqueueObject(q) },
@@ -165,11 +177,30 @@ func (c *Controller) register(cfg Config) {
 		},
 		DeleteFunc: func(s *corev1.Service) { c.replenish(quota.Services, s.Namespace) },
 	})
+	cfg.Claims.AddHandler(informer.HandlerFuncs[*corev1.PersistentVolumeClaim]{
+		UpdateFunc: func(old, pvc *corev1.PersistentVolumeClaim) {
+			if claimUsageChanged(old, pvc) {
+				c.replenish(quota.PersistentVolumeClaims, pvc.Namespace)
+			}
+		},
+		DeleteFunc: func(pvc *corev1.PersistentVolumeClaim) { c.replenish(quota.PersistentVolumeClaims, pvc.Namespace) },
+	})
 	for gr, src := range cfg.Objects {
 		src.AddHandler(informer.HandlerFuncs[*metav1.PartialObjectMetadata]{
 			DeleteFunc: func(m *metav1.PartialObjectMetadata) { c.replenish(gr, m.Namespace) },
 		})
 	}
+}
+
+// claimUsageChanged reports whether a claim's update changes what it is
+// charged (its storage, which the allocated size can bring down after a
+// failed expansion is recovered from). Admission only charges increases,
+// so the controller must recount on any change.
+func claimUsageChanged(old, pvc *corev1.PersistentVolumeClaim) bool {
+	var zero time.Time // claims' usage does not depend on the time
+	before, err1 := quota.Usage(quota.PersistentVolumeClaims, old, zero)
+	after, err2 := quota.Usage(quota.PersistentVolumeClaims, pvc, zero)
+	return err1 != nil || err2 != nil || !apiequality.Semantic.DeepEqual(before, after)
 }
 
 // replenish enqueues the quotas of namespace that limit something gr is

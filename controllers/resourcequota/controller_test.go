@@ -115,6 +115,20 @@ func newPod(ns, name, cpu string, phase corev1.PodPhase) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: phase}}
 }
 
+// newClaim is a claim requesting storage of class (none when empty),
+// allocated allocated (none when empty).
+func newClaim(ns, name, class, storage, allocated string) *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: rl("storage", storage)}}}
+	if class != "" {
+		pvc.Spec.StorageClassName = &class
+	}
+	if allocated != "" {
+		pvc.Status.AllocatedResources = rl("storage", allocated)
+	}
+	return pvc
+}
+
 func newMeta(ns, name string) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 }
@@ -125,6 +139,7 @@ var configmaps = schema.GroupResource{Resource: "configmaps"}
 var (
 	_ QuotaSource                           = (*informer.Informer[*corev1.ResourceQuota])(nil)
 	_ Source[*corev1.Pod]                   = (*informer.Informer[*corev1.Pod])(nil)
+	_ Source[*corev1.PersistentVolumeClaim] = (*informer.Informer[*corev1.PersistentVolumeClaim])(nil)
 	_ Source[*metav1.PartialObjectMetadata] = (*informer.MetadataView[*corev1.ConfigMap])(nil)
 )
 
@@ -134,6 +149,7 @@ type fixture struct {
 	quotas   *source[*corev1.ResourceQuota]
 	pods     *source[*corev1.Pod]
 	services *source[*corev1.Service]
+	claims   *source[*corev1.PersistentVolumeClaim]
 	cms      *source[*metav1.PartialObjectMetadata]
 }
 
@@ -146,9 +162,11 @@ func newFixture(t *testing.T, q *corev1.ResourceQuota) *fixture {
 			newPod("ns", "done", "1", corev1.PodSucceeded), newPod("other", "c", "1", corev1.PodRunning)),
 		services: newSource(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}),
+		claims: newSource(newClaim("ns", "data", "gold", "1Gi", ""), newClaim("ns", "logs", "", "500Mi", "2Gi"),
+			newClaim("other", "x", "gold", "10Gi", "")),
 		cms: newSource(newMeta("ns", "cm1"), newMeta("other", "cm2")),
 	}
-	c, err := New(Config{Client: f.client, Quotas: f.quotas, Pods: f.pods, Services: f.services,
+	c, err := New(Config{Client: f.client, Quotas: f.quotas, Pods: f.pods, Services: f.services, Claims: f.claims,
 		Objects: map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]{configmaps: f.cms},
 		Now:     func() time.Time { return time.Unix(1000, 0) }, Resync: time.Hour,
 		Options: controllers.Options{Logger: slog.New(slog.DiscardHandler)}})
@@ -161,7 +179,7 @@ func newFixture(t *testing.T, q *corev1.ResourceQuota) *fixture {
 
 func (f *fixture) reconcile(t *testing.T) {
 	t.Helper()
-	r := &reconciler{client: f.client, quotas: f.quotas, pods: f.pods, services: f.services,
+	r := &reconciler{client: f.client, quotas: f.quotas, pods: f.pods, services: f.services, claims: f.claims,
 		objects: map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]{configmaps: f.cms},
 		now:     func() time.Time { return time.Unix(1000, 0) }, log: slog.New(slog.DiscardHandler)}
 	if _, err := r.Reconcile(context.Background(), controllers.Request{Namespace: "ns", Name: "q"}); err != nil {
@@ -199,6 +217,17 @@ func TestReconcile(t *testing.T) {
 			quota: newQuota(hard, rl("pods", "5", "requests.cpu", "1", "count/pods", "6", "services.nodeports", "1", "configmaps", "3", "count/widgets.example.com", "2")),
 			want: &corev1.ResourceQuotaStatus{Hard: hard, Used: rl("pods", "2", "requests.cpu", "300m", "count/pods", "3",
 				"services.nodeports", "1", "configmaps", "1", "count/widgets.example.com", "2")},
+		},
+		{
+			name: "claims",
+			quota: newQuota(rl("persistentvolumeclaims", "5", "requests.storage", "10Gi", "count/persistentvolumeclaims", "5",
+				"gold.storageclass.storage.k8s.io/requests.storage", "5Gi", "gold.storageclass.storage.k8s.io/persistentvolumeclaims", "1"), nil),
+			want: &corev1.ResourceQuotaStatus{
+				Hard: rl("persistentvolumeclaims", "5", "requests.storage", "10Gi", "count/persistentvolumeclaims", "5",
+					"gold.storageclass.storage.k8s.io/requests.storage", "5Gi", "gold.storageclass.storage.k8s.io/persistentvolumeclaims", "1"),
+				Used: rl("persistentvolumeclaims", "2", "requests.storage", "3Gi", "count/persistentvolumeclaims", "2",
+					"gold.storageclass.storage.k8s.io/requests.storage", "1Gi", "gold.storageclass.storage.k8s.io/persistentvolumeclaims", "1"),
+			},
 		},
 		{
 			name: "hard changed, a dropped name leaves used",
@@ -269,6 +298,7 @@ func TestReplenishment(t *testing.T) {
 		{"pod of another namespace deleted", func(f *fixture) { f.pods.remove(newPod("other", "c", "1", corev1.PodRunning)) }, 0},
 		{"configmap deleted", func(f *fixture) { f.cms.remove(newMeta("ns", "cm1")) }, 1},
 		{"configmap added", func(f *fixture) { f.cms.set(newMeta("ns", "cm3")) }, 0},
+		{"claim deleted, quota does not limit claims", func(f *fixture) { f.claims.remove(newClaim("ns", "data", "gold", "1Gi", "")) }, 0},
 		{"service deleted, quota does not limit services", func(f *fixture) {
 			f.services.remove(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}})
 		}, 0},
@@ -328,5 +358,45 @@ func TestConfigValidate(t *testing.T) {
 		Objects: map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]{{Resource: "pods"}: f.cms}})
 	if err == nil {
 		t.Error("pods among Objects: want an error")
+	}
+	_, err = New(Config{Client: f.client, Quotas: f.quotas, Pods: f.pods, Services: f.services, Claims: f.claims,
+		Objects: map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]{{Resource: "persistentvolumeclaims"}: f.cms}})
+	if err == nil {
+		t.Error("persistentvolumeclaims among Objects: want an error")
+	}
+	if _, err := New(Config{Client: f.client, Quotas: f.quotas, Pods: f.pods, Services: f.services}); err == nil {
+		t.Error("New without Claims: want an error")
+	}
+}
+
+// TestClaimReplenishment: the quotas that limit claims are recomputed when
+// a claim is deleted or what it is charged changes, not on other updates.
+func TestClaimReplenishment(t *testing.T) {
+	t.Parallel()
+	synced := newQuota(rl("requests.storage", "10Gi"), rl("requests.storage", "3Gi"))
+	tests := []struct {
+		name string
+		play func(f *fixture)
+		want int // keys queued
+	}{
+		{"claim deleted", func(f *fixture) { f.claims.remove(newClaim("ns", "data", "gold", "1Gi", "")) }, 1},
+		{"claim of another namespace deleted", func(f *fixture) { f.claims.remove(newClaim("other", "x", "gold", "10Gi", "")) }, 0},
+		{"allocated size recovered down", func(f *fixture) { f.claims.set(newClaim("ns", "logs", "", "500Mi", "")) }, 1},
+		{"label added", func(f *fixture) {
+			pvc := newClaim("ns", "data", "gold", "1Gi", "")
+			pvc.Labels = map[string]string{"a": "b"}
+			f.claims.set(pvc)
+		}, 0},
+		{"claim added", func(f *fixture) { f.claims.set(newClaim("ns", "new", "", "1Gi", "")) }, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, synced.DeepCopy())
+			tt.play(f)
+			if got := f.c.ctrl.Len(); got != tt.want {
+				t.Errorf("queued %d keys, want %d", got, tt.want)
+			}
+		})
 	}
 }

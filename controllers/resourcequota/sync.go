@@ -23,6 +23,7 @@ type reconciler struct {
 	quotas   QuotaSource
 	pods     Source[*corev1.Pod]
 	services Source[*corev1.Service]
+	claims   Source[*corev1.PersistentVolumeClaim]
 	objects  map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]
 	now      func() time.Time
 	log      *slog.Logger
@@ -86,6 +87,9 @@ func (r *reconciler) usage(q *corev1.ResourceQuota) (corev1.ResourceList, error)
 		return nil, err
 	}
 	if err := add(quota.Services, func() []runtime.Object { return objects(r.services.ListNamespace(q.Namespace)) }); err != nil {
+		return nil, err
+	}
+	if err := add(quota.PersistentVolumeClaims, func() []runtime.Object { return objects(r.claims.ListNamespace(q.Namespace)) }); err != nil {
 		return nil, err
 	}
 	for gr, src := range r.objects {
