@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	authzv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -49,6 +51,10 @@ var ErrNotAuthorized = errors.New("certificates: requester not authorized for au
 type ApproverConfig struct {
 	Client kubernetes.Interface
 	CSRs   *informer.Informer[*certificatesv1.CertificateSigningRequest]
+	// Nodes are the Node objects a kubelet serving CSR's names are checked
+	// against: a node's pending serving CSRs are looked at again when its
+	// Node appears or its addresses change.
+	Nodes *informer.Informer[*corev1.Node]
 	// Now defaults to time.Now.
 	Now     func() time.Time
 	Options controllers.Options
@@ -60,6 +66,8 @@ func (c *ApproverConfig) validate() error {
 		return errors.New("certificates: Client is required")
 	case c.CSRs == nil:
 		return errors.New("certificates: the CertificateSigningRequests informer is required")
+	case c.Nodes == nil:
+		return errors.New("certificates: the Nodes informer is required")
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -70,27 +78,76 @@ func (c *ApproverConfig) validate() error {
 	return nil
 }
 
+// nodeGetter is the part of the Nodes' cache the approver reads.
+type nodeGetter interface {
+	Get(namespace, name string) (*corev1.Node, bool)
+}
+
+// csrLister lists the CSRs' cache.
+type csrLister interface {
+	List() []*certificatesv1.CertificateSigningRequest
+}
+
 type approver struct {
 	client kubernetes.Interface
 	csrs   csrGetter
+	nodes  nodeGetter
 	now    func() time.Time
 	log    *slog.Logger
 }
 
-// NewApprover builds the approving controller and registers its handler on
-// the CSRs' informer: call it before the informer runs.
+// NewApprover builds the approving controller and registers its handlers
+// on the CSRs' and the Nodes' informers: call it before they run.
 func NewApprover(cfg ApproverConfig) (*controllers.Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	a := &approver{client: cfg.Client, csrs: cfg.CSRs, now: cfg.Now, log: cfg.Options.Logger.With("controller", ApproverName)}
+	a := &approver{client: cfg.Client, csrs: cfg.CSRs, nodes: cfg.Nodes, now: cfg.Now, log: cfg.Options.Logger.With("controller", ApproverName)}
 	c := controllers.New(ApproverName, a, cfg.Options)
 	enqueueCSRs(c, cfg.CSRs)
+	cfg.Nodes.AddHandler(requeueServingCSRs(cfg.CSRs, c.Enqueue))
 	return c, nil
 }
 
+// requeueServingCSRs is the Nodes' handler that queues the pending kubelet
+// serving CSRs a node asked for when its Node appears or its addresses
+// change: a kubelet may ask before the controller knows its Node or the
+// addresses it names, and its CSR is approved once they are known.
+func requeueServingCSRs(csrs csrLister, enqueue func(controllers.Request)) informer.HandlerFuncs[*corev1.Node] {
+	requeue := func(node *corev1.Node) {
+		for _, name := range pendingServingCSRs(csrs.List(), node.Name) {
+			enqueue(controllers.Request{Name: name})
+		}
+	}
+	return informer.HandlerFuncs[*corev1.Node]{
+		AddFunc: requeue,
+		UpdateFunc: func(old, node *corev1.Node) {
+			if !equality.Semantic.DeepEqual(old.Status.Addresses, node.Status.Addresses) {
+				requeue(node)
+			}
+		},
+	}
+}
+
+// pendingServingCSRs returns the names of the CSRs among csrs for the
+// kubelet-serving signer that node asked for and that are neither
+// approved, denied nor signed.
+func pendingServingCSRs(csrs []*certificatesv1.CertificateSigningRequest, node string) []string {
+	var names []string
+	for _, csr := range csrs {
+		if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.Spec.Username != nodeUserPrefix+node ||
+			len(csr.Status.Certificate) > 0 || hasTrue(csr, certificatesv1.CertificateApproved) || hasTrue(csr, certificatesv1.CertificateDenied) {
+			continue
+		}
+		names = append(names, csr.Name)
+	}
+	return names
+}
+
 // Reconcile approves CSR req.Name when it is a kubelet's pending request
-// its requester may have approved.
+// its requester may have approved: a client certificate after a
+// SubjectAccessReview, a serving certificate when the node asked for it
+// and it names only the node's own names and addresses.
 func (a *approver) Reconcile(ctx context.Context, req controllers.Request) (controllers.Result, error) {
 	csr, ok := a.csrs.Get("", req.Name)
 	if !ok || len(csr.Status.Certificate) > 0 || hasTrue(csr, certificatesv1.CertificateApproved) || hasTrue(csr, certificatesv1.CertificateDenied) {
@@ -134,6 +191,23 @@ func (a *approver) Reconcile(ctx context.Context, req controllers.Request) (cont
 			// Who asked never changes: no retry.
 			return controllers.Result{}, controllers.Terminal(fmt.Errorf("csr %s is a serving certificate of %s asked for by %s: %w",
 				csr.Name, x509cr.Subject.CommonName, csr.Spec.Username, ErrNotAuthorized))
+		}
+		// Only the node's own names and addresses: else a node could have
+		// the cluster CA vouch for it as the API server or another node.
+		// Left pending (for an admin, as upstream) rather than denied: the
+		// Node or its addresses may not be known yet, and its handler
+		// queues the CSR again when they are.
+		nodeName := strings.TrimPrefix(x509cr.Subject.CommonName, nodeUserPrefix)
+		node, ok := a.nodes.Get("", nodeName)
+		if !ok {
+			a.log.Info("not approving kubelet serving csr: its Node is not known (yet); looking again when it appears",
+				"csr", csr.Name, "node", nodeName)
+			return controllers.Result{}, nil
+		}
+		if err := ValidateKubeletServingNames(x509cr, node); err != nil {
+			a.log.Info("not approving kubelet serving csr: it names what is not its node's; looking again when the node's addresses change",
+				"csr", csr.Name, "node", nodeName, "reason", err)
+			return controllers.Result{}, nil
 		}
 		return controllers.Result{}, a.approve(ctx, csr, "Auto approving kubelet serving certificate requested by the node itself.")
 	}

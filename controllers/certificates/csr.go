@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,10 @@ var (
 	errIPSANNotAllowed    = errors.New("IP subjectAltNames are not allowed")
 	errURISANNotAllowed   = errors.New("URI subjectAltNames are not allowed")
 )
+
+// ErrNotNodeName means a kubelet serving CSR names a DNS name or an IP
+// address that is not its node's: the approver leaves such a CSR pending.
+var ErrNotNodeName = errors.New("not one of the node's names or addresses")
 
 // The usages a kubelet's certificates may have: key encipherment only
 // matters to RSA keys, so both sets are accepted.
@@ -99,6 +104,59 @@ func ValidateKubeletServing(req *x509.CertificateRequest, usages []certificatesv
 		return errCNNotSystemNode
 	}
 	return nil
+}
+
+// ValidateKubeletServingNames reports why the subject alternative names
+// of req, a kubelet's serving certificate request, are not all node's
+// own: every DNS name must be the node's name or one of its Hostname,
+// InternalDNS or ExternalDNS addresses (compared case-insensitively, as
+// DNS names are), every IP address one of its InternalIP or ExternalIP
+// addresses; there must be at least one of them, and no email address nor
+// URI. The error of a name that is not the node's wraps ErrNotNodeName.
+func ValidateKubeletServingNames(req *x509.CertificateRequest, node *corev1.Node) error {
+	switch {
+	case len(req.DNSNames) == 0 && len(req.IPAddresses) == 0:
+		return errDNSOrIPSANRequired
+	case len(req.EmailAddresses) > 0:
+		return errEmailSANNotAllowed
+	case len(req.URIs) > 0:
+		return errURISANNotAllowed
+	}
+	dnsNames, ips := nodeNames(node)
+	for _, name := range req.DNSNames {
+		if !slices.ContainsFunc(dnsNames, func(n string) bool { return strings.EqualFold(n, name) }) {
+			return fmt.Errorf("DNS subjectAltName %q: %w", name, ErrNotNodeName)
+		}
+	}
+	for _, ip := range req.IPAddresses {
+		addr, ok := netip.AddrFromSlice(ip)
+		if !ok || !slices.Contains(ips, addr.Unmap()) {
+			return fmt.Errorf("IP subjectAltName %s: %w", ip, ErrNotNodeName)
+		}
+	}
+	return nil
+}
+
+// nodeNames returns the DNS names (its name and its Hostname, InternalDNS
+// and ExternalDNS addresses) and the IP addresses (its InternalIP and
+// ExternalIP addresses, unmapped) that are node's own. An address that does
+// not parse as the IP its type says is left out.
+func nodeNames(node *corev1.Node) (dnsNames []string, ips []netip.Addr) {
+	dnsNames = []string{node.Name}
+	for _, a := range node.Status.Addresses {
+		if a.Address == "" {
+			continue
+		}
+		switch a.Type {
+		case corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS:
+			dnsNames = append(dnsNames, a.Address)
+		case corev1.NodeInternalIP, corev1.NodeExternalIP:
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Zone() == "" {
+				ips = append(ips, ip.Unmap())
+			}
+		}
+	}
+	return dnsNames, ips
 }
 
 // ValidateAPIServerClient reports why usages do not fit a client

@@ -1,6 +1,11 @@
 package certificates
 
 import (
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +121,56 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+func TestValidateKubeletServingNames(t *testing.T) {
+	t.Parallel()
+	node := nodeAt("n1", "InternalIP", "10.0.0.7", "ExternalIP", "2001:db8::7", "Hostname", "host1",
+		"InternalDNS", "n1.internal", "ExternalDNS", "n1.example.com", "InternalIP", "not-an-ip")
+	ips := func(s ...string) []net.IP {
+		var out []net.IP
+		for _, a := range s {
+			out = append(out, net.ParseIP(a))
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		req     x509.CertificateRequest
+		wantErr string
+	}{
+		{name: "node name and InternalIP", req: x509.CertificateRequest{DNSNames: []string{"n1"}, IPAddresses: ips("10.0.0.7")}},
+		{name: "every address", req: x509.CertificateRequest{DNSNames: []string{"n1", "host1", "n1.internal", "n1.example.com"}, IPAddresses: ips("10.0.0.7", "2001:db8::7")}},
+		{name: "DNS names ignore case", req: x509.CertificateRequest{DNSNames: []string{"N1", "N1.Example.COM"}}},
+		{name: "IPv4 in IPv6 form", req: x509.CertificateRequest{IPAddresses: []net.IP{net.ParseIP("10.0.0.7").To16()}}},
+		{name: "the API server's name", req: x509.CertificateRequest{DNSNames: []string{"n1", "kubernetes.default.svc"}},
+			wantErr: `DNS subjectAltName "kubernetes.default.svc": not one of the node's names or addresses`},
+		{name: "another node's name", req: x509.CertificateRequest{DNSNames: []string{"n2"}},
+			wantErr: `DNS subjectAltName "n2": not one of the node's names or addresses`},
+		{name: "a wildcard over the node's domain", req: x509.CertificateRequest{DNSNames: []string{"*.example.com"}},
+			wantErr: `DNS subjectAltName "*.example.com": not one of the node's names or addresses`},
+		{name: "the kubernetes Service IP", req: x509.CertificateRequest{DNSNames: []string{"n1"}, IPAddresses: ips("10.0.0.7", "10.96.0.1")},
+			wantErr: "IP subjectAltName 10.96.0.1: not one of the node's names or addresses"},
+		{name: "an IP address as a DNS name", req: x509.CertificateRequest{DNSNames: []string{"10.0.0.7"}},
+			wantErr: `DNS subjectAltName "10.0.0.7": not one of the node's names or addresses`},
+		{name: "an IPv6 address not the node's", req: x509.CertificateRequest{IPAddresses: ips("::1")},
+			wantErr: "IP subjectAltName ::1: not one of the node's names or addresses"},
+		{name: "no names", req: x509.CertificateRequest{}, wantErr: "DNS or IP subjectAltName is required"},
+		{name: "an email address", req: x509.CertificateRequest{DNSNames: []string{"n1"}, EmailAddresses: []string{"a@b.c"}},
+			wantErr: "Email subjectAltNames are not allowed"},
+		{name: "a URI", req: x509.CertificateRequest{DNSNames: []string{"n1"}, URIs: []*url.URL{{Scheme: "spiffe", Host: "cluster", Path: "/n1"}}},
+			wantErr: "URI subjectAltNames are not allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := ValidateKubeletServingNames(&tt.req, node)
+			if got := errString(err); got != tt.wantErr {
+				t.Fatalf("error = %q, want %q", got, tt.wantErr)
+			}
+			if err != nil && strings.Contains(tt.wantErr, "not one of") && !errors.Is(err, ErrNotNodeName) {
+				t.Fatalf("error %v does not wrap ErrNotNodeName", err)
+			}
+		})
+	}
 }

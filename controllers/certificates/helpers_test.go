@@ -128,3 +128,36 @@ func (s csrs) Get(_, name string) (*certificatesv1.CertificateSigningRequest, bo
 	c, ok := s[name]
 	return c, ok
 }
+
+// servingNaming is node's serving certificate request for dns and ips.
+func servingNaming(node string, dns []string, ips ...string) request {
+	return request{cn: "system:node:" + node, orgs: []string{"system:nodes"}, dns: dns, ips: ips}
+}
+
+// nodeAt returns a Node named name with addrs, given as type and address
+// pairs.
+func nodeAt(name string, addrs ...string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for i := 0; i+1 < len(addrs); i += 2 {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeAddressType(addrs[i]), Address: addrs[i+1]})
+	}
+	return n
+}
+
+// nodes is a Nodes cache the test fills; it is not safe for concurrent
+// use.
+type nodes map[string]*corev1.Node
+
+func (s nodes) Get(_, name string) (*corev1.Node, bool) {
+	n, ok := s[name]
+	return n, ok
+}
+
+// List lists the CSRs, in no particular order.
+func (s csrs) List() []*certificatesv1.CertificateSigningRequest {
+	out := make([]*certificatesv1.CertificateSigningRequest, 0, len(s))
+	for _, c := range s {
+		out = append(out, c)
+	}
+	return out
+}
