@@ -241,7 +241,10 @@ func (p NodeRestriction) admitMirrorPodCreate(ctx context.Context, nodeName stri
 		}
 	}
 	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
+		// A generic ephemeral volume is a claim too (<pod>-<volume>), which
+		// the Node authorizer would then let the node read: refused, a
+		// hardening beyond upstream, which checks only claims named.
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
 			return forbidRequest(req, fmt.Errorf("node %q can not create pods that reference persistentvolumeclaims", nodeName))
 		}
 	}

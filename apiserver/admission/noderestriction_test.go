@@ -178,6 +178,9 @@ func TestNodeRestriction(t *testing.T) {
 		{name: "mirror pod with a claim", req: pod(auth.Create, "", "static-n1", mirrorPod(func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "d"}}}}
 		}), nil), code: forbidden, msg: `pods "static-n1" is forbidden: node "n1" can not create pods that reference persistentvolumeclaims`},
+		{name: "mirror pod with a generic ephemeral volume", req: pod(auth.Create, "", "static-n1", mirrorPod(func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}}}
+		}), nil), code: forbidden, msg: `pods "static-n1" is forbidden: node "n1" can not create pods that reference persistentvolumeclaims`},
 		{name: "update a pod", req: pod(auth.Update, "", "mine", boundPod("mine", "n1"), boundPod("mine", "n1")),
 			code: forbidden, msg: `pods "mine" is forbidden: unexpected operation "UPDATE", node "n1" can only create and delete mirror pods`},
 		{name: "delete a pod bound to itself", req: pod(auth.Delete, "", "mine", nil, boundPod("mine", "n1"))},
