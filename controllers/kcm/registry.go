@@ -206,8 +206,16 @@ func registry() []entry {
 			if err != nil {
 				return nil, err
 			}
-			return resourcequota.New(quotaConfig(quotaSources{Quotas: d.Caches.ResourceQuotas, Pods: d.Caches.Pods,
+			c, err := resourcequota.New(quotaConfig(quotaSources{Quotas: d.Caches.ResourceQuotas, Pods: d.Caches.Pods,
 				Services: d.Caches.Services, Claims: d.Caches.PersistentVolumeClaims, Metadata: g.Informer}, d.Client, d.Logger))
+			if err != nil {
+				return nil, err
+			}
+			if d.Caches.CustomResourceDefinitions != nil {
+				// After the collector's follower (gcFor), which makes the caches.
+				followCRDs(d.Caches.CustomResourceDefinitions, quotaSink{metadata: g.Informer, c: c}, d.Logger.With("controller", resourcequota.Name))
+			}
+			return c, nil
 		}},
 		{name: disruption.Name, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
 			return disruption.New(disruption.Config{Client: d.Client, PodDisruptionBudgets: d.Caches.PodDisruptionBudgets, Pods: d.Caches.Pods,
@@ -314,7 +322,8 @@ type quotaSources struct {
 
 // quotaConfig wires the ResourceQuota controller: the resources whose
 // usage depends on their content (resourcequota.Typed) from the typed
-// caches, every other served namespaced resource from its metadata cache.
+// caches, every other built-in namespaced resource from its metadata
+// cache. The resources of CRDs are added as they come (quotaSink).
 func quotaConfig(src quotaSources, client kubernetes.Interface, log *slog.Logger) resourcequota.Config {
 	objects := map[schema.GroupResource]resourcequota.Source[*metav1.PartialObjectMetadata]{}
 	for _, r := range servedResources() {
@@ -328,4 +337,35 @@ func quotaConfig(src quotaSources, client kubernetes.Interface, log *slog.Logger
 	}
 	return resourcequota.Config{Client: client, Quotas: src.Quotas, Pods: src.Pods, Services: src.Services, Claims: src.Claims,
 		Objects: objects, Options: controllers.Options{Logger: log}}
+}
+
+// quotaSink adds the namespaced resources of CRDs to the ResourceQuota
+// controller, counted from the garbage collector's caches of them, as
+// upstream's quota controller follows discovery: its follower must come
+// after the collector's, so that the cache exists.
+type quotaSink struct {
+	// metadata returns a resource's metadata cache, nil when there is none
+	// (the garbage collector's Informer).
+	metadata func(schema.GroupVersionResource) garbagecollector.Objects
+	c        *resourcequota.Controller
+}
+
+func (s quotaSink) AddResource(r garbagecollector.Resource) error {
+	if !r.Namespaced {
+		return nil // quotas are per namespace
+	}
+	inf := s.metadata(r.GVR())
+	if inf == nil {
+		return fmt.Errorf("the garbage collector keeps no cache of %s", r)
+	}
+	if err := s.c.AddResource(r.GVR().GroupResource(), inf); err != nil {
+		return fmt.Errorf("counting %s in quotas: %w", r, err)
+	}
+	return nil
+}
+
+func (s quotaSink) RemoveResource(r garbagecollector.Resource) {
+	if r.Namespaced {
+		s.c.RemoveResource(r.GVR().GroupResource())
+	}
 }

@@ -63,7 +63,8 @@ type Config struct {
 	// Objects are the other namespaced resources, counted by object
 	// (count/<resource>.<group>, and the legacy configmaps, secrets and
 	// resourcequotas), from metadata caches. A resource left out is not
-	// counted; a Typed one may not be given here.
+	// counted unless added at runtime (AddResource); a Typed one may not be
+	// given here.
 	Objects map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]
 	// Resync is how often every quota is recomputed (default
 	// DefaultResync).
@@ -103,6 +104,10 @@ type Controller struct {
 	ctrl   *controllers.Controller
 	quotas QuotaSource
 	resync time.Duration
+	log    *slog.Logger
+	// static are Config.Objects' resources; rt those added at runtime.
+	static map[schema.GroupResource]bool
+	rt     *runtimeSources
 }
 
 var _ controllers.Runnable = (*Controller)(nil)
@@ -113,9 +118,12 @@ func New(cfg Config) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	log := cfg.Options.Logger.With("controller", Name)
+	rt := newRuntimeSources()
 	r := &reconciler{client: cfg.Client, quotas: cfg.Quotas, pods: cfg.Pods, services: cfg.Services, claims: cfg.Claims, objects: cfg.Objects,
-		now: cfg.Now, log: cfg.Options.Logger.With("controller", Name)}
-	c := &Controller{ctrl: controllers.New(Name, r, cfg.Options), quotas: cfg.Quotas, resync: cfg.Resync}
+		runtime: rt, now: cfg.Now, log: log}
+	c := &Controller{ctrl: controllers.New(Name, r, cfg.Options), quotas: cfg.Quotas, resync: cfg.Resync, log: log,
+		static: staticSet(cfg.Objects), rt: rt}
 	c.register(cfg)
 	return c, nil
 }

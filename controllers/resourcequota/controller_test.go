@@ -177,14 +177,18 @@ func newFixture(t *testing.T, q *corev1.ResourceQuota) *fixture {
 	return f
 }
 
-func (f *fixture) reconcile(t *testing.T) {
+// reconcile reconciles ns/q once, counting the resources added to f.c at
+// runtime too.
+func (f *fixture) reconcile(t *testing.T) controllers.Result {
 	t.Helper()
 	r := &reconciler{client: f.client, quotas: f.quotas, pods: f.pods, services: f.services, claims: f.claims,
-		objects: map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]{configmaps: f.cms},
-		now:     func() time.Time { return time.Unix(1000, 0) }, log: slog.New(slog.DiscardHandler)}
-	if _, err := r.Reconcile(context.Background(), controllers.Request{Namespace: "ns", Name: "q"}); err != nil {
+		objects: map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]{configmaps: f.cms}, runtime: f.c.rt,
+		now: func() time.Time { return time.Unix(1000, 0) }, log: slog.New(slog.DiscardHandler)}
+	res, err := r.Reconcile(context.Background(), controllers.Request{Namespace: "ns", Name: "q"})
+	if err != nil {
 		t.Fatalf("Reconcile: %v", err)
 	}
+	return res
 }
 
 // statusWrites returns the statuses the controller wrote.
@@ -213,7 +217,10 @@ func TestReconcile(t *testing.T) {
 				"services.nodeports", "1", "configmaps", "1")},
 		},
 		{
-			name:  "usage went down, names nothing counts keep their value",
+			// count/widgets.example.com: no cache of widgets (no CRD
+			// followed): nothing counts it, and it keeps its value, as
+			// upstream. TestRuntimeResourceReconcile counts it.
+			name:  "usage went down, a name with no cache keeps its value",
 			quota: newQuota(hard, rl("pods", "5", "requests.cpu", "1", "count/pods", "6", "services.nodeports", "1", "configmaps", "3", "count/widgets.example.com", "2")),
 			want: &corev1.ResourceQuotaStatus{Hard: hard, Used: rl("pods", "2", "requests.cpu", "300m", "count/pods", "3",
 				"services.nodeports", "1", "configmaps", "1", "count/widgets.example.com", "2")},

@@ -25,24 +25,33 @@ type reconciler struct {
 	services Source[*corev1.Service]
 	claims   Source[*corev1.PersistentVolumeClaim]
 	objects  map[schema.GroupResource]Source[*metav1.PartialObjectMetadata]
-	now      func() time.Time
-	log      *slog.Logger
+	// runtime are the resources added at runtime (nil: none).
+	runtime *runtimeSources
+	now     func() time.Time
+	log     *slog.Logger
 }
 
 // Reconcile writes the quota's status: hard from spec, used recomputed
-// from the caches (names nothing counts keep their last value).
+// from the caches (names nothing counts keep their last value, see
+// AddResource). A quota that limits a resource added at runtime whose
+// cache has not synced yet is recounted again after SyncRetry.
 func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (controllers.Result, error) {
 	q, ok := r.quotas.Get(req.Namespace, req.Name)
 	if !ok {
 		return controllers.Result{}, nil
 	}
-	usage, err := r.usage(q)
+	usage, unsynced, err := r.usage(q)
 	if err != nil {
 		return controllers.Result{}, controllers.Terminal(fmt.Errorf("computing the usage of quota %s: %w", req, err))
 	}
+	var res controllers.Result
+	if len(unsynced) > 0 {
+		r.log.Debug("not counting resources whose caches have not synced yet", "quota", req.String(), "resources", sortedGRs(unsynced))
+		res.RequeueAfter = SyncRetry
+	}
 	status := Status(q, usage)
 	if apiequality.Semantic.DeepEqual(status, q.Status) {
-		return controllers.Result{}, nil
+		return res, nil
 	}
 	next := q.DeepCopy()
 	next.Status = status
@@ -53,7 +62,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req controllers.Request) (co
 		return controllers.Result{}, fmt.Errorf("updating the status of quota %s: %w", req, err)
 	}
 	r.log.Debug("updated quota status", "quota", req.String(), "used", quota.Format(status.Used))
-	return controllers.Result{}, nil
+	return res, nil
 }
 
 // Status is the status a quota should have given the usage just counted:
@@ -68,12 +77,15 @@ func Status(q *corev1.ResourceQuota, usage corev1.ResourceList) corev1.ResourceQ
 	return corev1.ResourceQuotaStatus{Hard: hard, Used: quota.Mask(used, quota.Names(hard))}
 }
 
-// usage counts what the namespace uses of the names q limits.
-func (r *reconciler) usage(q *corev1.ResourceQuota) (corev1.ResourceList, error) {
+// usage counts what the namespace uses of the names q limits. unsynced
+// are the resources q limits that were added at runtime and whose caches
+// have not synced: they are not counted.
+func (r *reconciler) usage(q *corev1.ResourceQuota) (total corev1.ResourceList, unsynced []schema.GroupResource, err error) {
 	now := r.now()
-	total := corev1.ResourceList{}
+	total = corev1.ResourceList{}
+	names := quota.Names(q.Spec.Hard)
 	add := func(gr schema.GroupResource, list func() []runtime.Object) error {
-		if len(quota.MatchingResources(gr, quota.Names(q.Spec.Hard))) == 0 {
+		if len(quota.MatchingResources(gr, names)) == 0 {
 			return nil
 		}
 		u, err := quota.Total(q, gr, list(), now)
@@ -84,20 +96,34 @@ func (r *reconciler) usage(q *corev1.ResourceQuota) (corev1.ResourceList, error)
 		return nil
 	}
 	if err := add(quota.Pods, func() []runtime.Object { return objects(r.pods.ListNamespace(q.Namespace)) }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := add(quota.Services, func() []runtime.Object { return objects(r.services.ListNamespace(q.Namespace)) }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := add(quota.PersistentVolumeClaims, func() []runtime.Object { return objects(r.claims.ListNamespace(q.Namespace)) }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for gr, src := range r.objects {
 		if err := add(gr, func() []runtime.Object { return objects(src.ListNamespace(q.Namespace)) }); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return total, nil
+	if r.runtime == nil {
+		return total, nil, nil
+	}
+	for _, e := range r.runtime.snapshot() {
+		if !e.src.HasSynced() {
+			if len(quota.MatchingResources(e.gr, names)) > 0 {
+				unsynced = append(unsynced, e.gr)
+			}
+			continue
+		}
+		if err := add(e.gr, func() []runtime.Object { return objects(e.src.ListNamespace(q.Namespace)) }); err != nil {
+			return nil, nil, err
+		}
+	}
+	return total, unsynced, nil
 }
 
 func objects[T runtime.Object](list []T) []runtime.Object {
