@@ -89,11 +89,14 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		User: auth.UserFrom(r.Context()), Verb: ri.Verb, ResourceRequest: true, APIGroup: ri.Group, APIVersion: ri.Version,
 		Resource: ri.Resource, Subresource: ri.Subresource, Namespace: ri.Namespace, Name: ri.Name,
 	}
-	if (ri.Verb == "list" || ri.Verb == "watch") && ri.Name == "" {
-		// A list or watch of one object by name is about that object, as
-		// upstream's request-info parser says (a kubelet watching one Secret).
+	if ri.Verb == "list" || ri.Verb == "watch" || ri.Verb == "deletecollection" {
+		// The field selector, parsed from the query value the handler
+		// filters by, goes to the authorizers; a list or watch of one
+		// object by name is about that object, as upstream's request-info
+		// parser says (a kubelet watching one Secret).
 		if sel, err := fields.ParseSelector(r.URL.Query().Get("fieldSelector")); err == nil {
-			if v, ok := sel.RequiresExactMatch("metadata.name"); ok {
+			attrs.FieldSelector = sel.Requirements()
+			if v, ok := sel.RequiresExactMatch("metadata.name"); ok && ri.Name == "" && ri.Verb != "deletecollection" {
 				attrs.Name = v
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -305,6 +306,12 @@ type Attributes struct {
 	Namespace       string
 	Name            string
 	Path            string // for non-resource requests
+	// FieldSelector holds the requirements of a list's, watch's or
+	// deletecollection's field selector (none without one), as upstream's
+	// GetFieldSelector: the handler filters by the same selector, so an
+	// authorizer may allow by it (a kubelet lists only the pods whose
+	// spec.nodeName is its node).
+	FieldSelector fields.Requirements
 }
 
 // Decision is an authorizer's answer.

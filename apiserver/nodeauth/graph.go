@@ -1,9 +1,11 @@
 // Package nodeauth is the Node authorizer: a kubelet may read the secrets,
 // configmaps and persistentvolumeclaims of the pods bound to its node, the
 // persistentvolumes bound to those claims, and request tokens for their
-// serviceaccounts, and nothing else of those kinds. A Graph, fed pod
-// events by a pods informer and claim events by a claims informer, holds
-// which node references what; the Authorizer answers from it.
+// serviceaccounts, and nothing else of those kinds; it reads only the pods
+// bound to its node and its own Node and Lease, and otherwise may do what
+// the system:node rules (rbac.NodeRules) allow. A Graph, fed pod events by
+// a pods informer and claim events by a claims informer, holds which node
+// runs and references what; the Authorizer answers from it.
 package nodeauth
 
 import (
@@ -124,6 +126,14 @@ func (g *Graph) set(key podKey, next podRefs) {
 	for _, r := range next.refs {
 		counts[r]++
 	}
+}
+
+// hasPod reports whether the pod namespace/name is bound to node.
+func (g *Graph) hasPod(node, namespace, name string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	p, ok := g.pods[podKey{namespace, name}]
+	return ok && p.node == node
 }
 
 // has reports whether a pod bound to node references the object.

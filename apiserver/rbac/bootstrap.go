@@ -75,8 +75,8 @@ var (
 // admin, edit and view (the last three aggregated from the
 // system:aggregate-to-* roles by the clusterrole aggregation controller),
 // the discovery and health roles, and the roles of the kubelets
-// (system:node, bound to system:nodes since kubebus has no separate node
-// bootstrap), kube-proxy, the scheduler and the controller manager (which
+// (system:node, bound to nobody: the Node authorizer applies its rules to
+// each node), kube-proxy, the scheduler and the controller manager (which
 // runs every kubebus controller as one user, so its role is the union of
 // upstream's controller roles). Each call returns fresh objects.
 func Bootstrap() Policy {
@@ -120,7 +120,11 @@ func clusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterBinding("system:basic-user", group(auth.AllAuthenticated)),
 		clusterBinding("system:public-info-viewer", group(auth.AllAuthenticated), group(auth.AllUnauthenticated)),
 		clusterBinding("system:service-account-issuer-discovery", group(auth.ServiceAccountsGroup)),
-		clusterBinding("system:node", group(auth.NodesGroup)),
+		// Bound to nobody, as upstream since 1.8: the Node authorizer
+		// grants the system:node rules to identified nodes only
+		// (system:node:NAME in system:nodes), never to the whole group.
+		// Reconcile takes the group off a binding of an older kubebus.
+		clusterBinding("system:node"),
 		clusterBinding("system:node-proxier", user(kubeProxyUser)),
 		clusterBinding("system:kube-dns", user(kubeDNSUser),
 			rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: metav1.NamespaceSystem, Name: "kube-dns"}),

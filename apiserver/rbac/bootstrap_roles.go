@@ -54,7 +54,7 @@ func clusterRoles() []*rbacv1.ClusterRole {
 		labelled(clusterRole("system:aggregate-to-edit", aggregateToEditRules()...), aggregateToEdit),
 		labelled(clusterRole("system:aggregate-to-view", aggregateToViewRules()...), aggregateToView),
 
-		clusterRole("system:node", nodeRules()...),
+		clusterRole("system:node", NodeRules()...),
 		clusterRole("system:node-bootstrapper",
 			newRule("create", "get", "list", "watch").groups(certificatesGroup).resources("certificatesigningrequests").rule()),
 		clusterRole("system:node-proxier",
@@ -155,36 +155,45 @@ func aggregateToViewRules() []rbacv1.PolicyRule {
 	}
 }
 
-// nodeRules are what a kubelet does beyond what the Node authorizer
-// grants from its graph (the secrets, configmaps, volume claims and
-// ServiceAccount tokens of the node's own pods).
-func nodeRules() []rbacv1.PolicyRule {
+// NodeRules are upstream's NodeRules: what a kubelet may do beyond what
+// the Node authorizer grants from its graph (the secrets, configmaps,
+// volume claims and volumes of the node's pods and their ServiceAccount
+// tokens). The Node authorizer evaluates them itself for identified
+// nodes (system:node:NAME in system:nodes), after narrowing pods, nodes,
+// leases and csinodes to the node's own; the ClusterRole system:node
+// holds them but is bound to nobody, as upstream. Each call returns fresh
+// rules.
+func NodeRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		// Checking API access; these creates change nothing.
 		newRule("create").groups(authenticationGroup).resources("tokenreviews").rule(),
 		newRule("create").groups(authorizationGroup).resources("subjectaccessreviews", "localsubjectaccessreviews").rule(),
 		// Service environment variables.
-		newRule(read...).groups(legacyGroup).resources("services", "endpoints").rule(),
-		newRule(read...).groups(discoveryGroup).resources("endpointslices").rule(),
-		// Registering the node and reporting its status.
+		newRule(read...).groups(legacyGroup).resources("services").rule(),
+		// Registering the node and reporting its status (the Node
+		// authorizer narrows reads to the node's own Node,
+		// NodeRestriction writes).
 		newRule("create", "get", "list", "watch").groups(legacyGroup).resources("nodes").rule(),
 		newRule("update", "patch").groups(legacyGroup).resources("nodes/status").rule(),
 		newRule("update", "patch").groups(legacyGroup).resources("nodes").rule(),
-		eventsRule(),
-		// Pods bound to the node, mirror pods of static pods, their status
-		// and evictions.
+		newRule("create", "update", "patch").groups(legacyGroup).resources("events").rule(),
+		// Pods bound to the node (the Node authorizer narrows get to
+		// them and list and watch to a spec.nodeName field selector),
+		// mirror pods of static pods, their status and evictions.
 		newRule(read...).groups(legacyGroup).resources("pods").rule(),
 		newRule("create", "delete").groups(legacyGroup).resources("pods").rule(),
 		newRule("update", "patch").groups(legacyGroup).resources("pods/status").rule(),
 		newRule("create").groups(legacyGroup).resources("pods/eviction").rule(),
 		// What pods use (secrets and configmaps, volume claims and
-		// ServiceAccount tokens) is not here: the Node authorizer allows
-		// exactly those its pods reference. This role is bound to every
-		// node (group system:nodes), so anything here is every node's.
+		// volumes, ServiceAccount tokens) is not here, unlike upstream's:
+		// the Node authorizer allows exactly those the node's pods
+		// reference, and a binding of this role grants none.
+		newRule("get").groups(legacyGroup).resources("endpoints").rule(),
 		// Certificates: the kubelet's client and serving certificates.
 		newRule("create", "get", "list", "watch").groups(certificatesGroup).resources("certificatesigningrequests").rule(),
-		// The node's heartbeat in kube-node-lease.
-		newRule("get", "list", "watch", "create", "update", "patch", "delete").groups(coordinationGroup).resources("leases").rule(),
+		// The node's heartbeat in kube-node-lease (the Node authorizer
+		// narrows it to the node's own Lease).
+		newRule("get", "create", "update", "patch", "delete").groups(coordinationGroup).resources("leases").rule(),
 		newRule(read...).groups(nodeGroup).resources("runtimeclasses").rule(),
 		newRule("get").groups(storageGroup).resources("volumeattachments").rule(),
 		newRule(read...).groups(storageGroup).resources("csidrivers").rule(),

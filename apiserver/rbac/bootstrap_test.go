@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
@@ -36,6 +37,14 @@ func TestBootstrapIsConsistent(t *testing.T) {
 		metas = append(metas, &b.ObjectMeta)
 		if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.APIGroup != rbacv1.GroupName || !clusterRoles[b.RoleRef.Name] {
 			t.Errorf("ClusterRoleBinding %s refers to %+v, not a ClusterRole of the policy", b.Name, b.RoleRef)
+		}
+		if b.Name == "system:node" {
+			// Bound to nobody, as upstream: the Node authorizer
+			// applies NodeRules to each identified node.
+			if len(b.Subjects) != 0 {
+				t.Errorf("ClusterRoleBinding system:node binds %v, want nobody", b.Subjects)
+			}
+			continue
 		}
 		checkSubjects(t, "ClusterRoleBinding "+b.Name, b.Subjects)
 	}
@@ -118,6 +127,7 @@ func TestBootstrapGrants(t *testing.T) {
 	master := auth.User{Name: "admin", Groups: []string{auth.SystemPrivilegedGroup, auth.AllAuthenticated}}
 	monitor := auth.User{Name: "prometheus", Groups: []string{monitoringGroup, auth.AllAuthenticated}}
 	node := auth.User{Name: "system:node:n1", Groups: []string{auth.NodesGroup, auth.AllAuthenticated}}
+	alice := auth.User{Name: "alice", Groups: []string{auth.NodesGroup, auth.AllAuthenticated}}
 	sa := auth.User{Name: auth.ServiceAccountUser("default", "default"), Groups: []string{auth.ServiceAccountsGroup, auth.AllAuthenticated}}
 	scheduler := auth.User{Name: kubeSchedulerUser, Groups: []string{auth.AllAuthenticated}}
 	kcm := auth.User{Name: kubeControllerManager, Groups: []string{auth.AllAuthenticated}}
@@ -157,33 +167,22 @@ func TestBootstrapGrants(t *testing.T) {
 		{"monitoring /metrics", pathAttrs(monitor, "get", "/metrics"), true},
 		{"monitoring /readyz/etcd", pathAttrs(monitor, "get", "/readyz/etcd"), true},
 
-		// kubelet: kubelet/node, kubelet/agent, kubelet/certs.
-		{"kubelet creates its node", res(node, "create", "", "nodes", "", "", ""), true},
-		{"kubelet gets its node", res(node, "get", "", "nodes", "", "", "n1"), true},
-		{"kubelet updates node status", res(node, "update", "", "nodes", "status", "", "n1"), true},
-		{"kubelet patches its node", res(node, "patch", "", "nodes", "", "", "n1"), true},
-		{"kubelet renews its lease", res(node, "update", coordinationGroup, "leases", "", "kube-node-lease", "n1"), true},
-		{"kubelet creates its lease", res(node, "create", coordinationGroup, "leases", "", "kube-node-lease", ""), true},
-		{"kubelet watches pods", res(node, "watch", "", "pods", "", "", ""), true},
-		{"kubelet creates a mirror pod", res(node, "create", "", "pods", "", "kube-system", ""), true},
-		{"kubelet deletes a pod", res(node, "delete", "", "pods", "", "default", "p"), true},
-		{"kubelet updates pod status", res(node, "update", "", "pods", "status", "default", "p"), true},
-		{"kubelet patches pod status", res(node, "patch", "", "pods", "status", "default", "p"), true},
-		{"kubelet reads a secret only through the Node authorizer", res(node, "get", "", "secrets", "", "default", "s"), false},
-		{"kubelet reads a configmap only through the Node authorizer", res(node, "get", "", "configmaps", "", "default", "c"), false},
-		{"kubelet reads a claim only through the Node authorizer", res(node, "get", "", "persistentvolumeclaims", "", "default", "c"), false},
-		{"kubelet lists services", res(node, "list", "", "services", "", "", ""), true},
-		{"kubelet gets endpoints", res(node, "get", "", "endpoints", "", "default", "s"), true},
-		{"kubelet creates a token only through the Node authorizer", res(node, "create", "", "serviceaccounts", "token", "default", "default"), false},
-		{"kubelet creates a CSR", res(node, "create", certificatesGroup, "certificatesigningrequests", "", "", ""), true},
-		{"kubelet watches CSRs", res(node, "watch", certificatesGroup, "certificatesigningrequests", "", "", ""), true},
+		// kubelet: RBAC grants a node nothing of the system:node role
+		// (the Node authorizer does, to identified nodes: TestNodeRules
+		// here, and package nodeauth), nor any other member of
+		// system:nodes; only the renewal of its client certificate,
+		// which the CSR approver checks with an access review.
+		{"kubelet gets its node through RBAC", res(node, "get", "", "nodes", "", "", "n1"), false},
+		{"kubelet watches pods through RBAC", res(node, "watch", "", "pods", "", "", ""), false},
+		{"kubelet creates a CSR through RBAC", res(node, "create", certificatesGroup, "certificatesigningrequests", "", "", ""), false},
 		{"kubelet renews its client certificate", res(node, "create", certificatesGroup, "certificatesigningrequests", "selfnodeclient", "", ""), true},
-		{"kubelet records an event", res(node, "create", "", "events", "", "default", ""), true},
-		{"kubelet reviews a token", res(node, "create", authenticationGroup, "tokenreviews", "", "", ""), true},
-		{"kubelet reviews access", res(node, "create", authorizationGroup, "subjectaccessreviews", "", "", ""), true},
-		{"kubelet deletes a namespace", res(node, "delete", "", "namespaces", "", "", "default"), false},
-		{"kubelet updates a pod spec", res(node, "update", "", "pods", "", "default", "p"), false},
-		{"kubelet approves a CSR", res(node, "update", certificatesGroup, "certificatesigningrequests", "approval", "", "c"), false},
+		{"system:nodes member lists pods", res(alice, "list", "", "pods", "", "", ""), false},
+		{"system:nodes member gets a node", res(alice, "get", "", "nodes", "", "", "n1"), false},
+		{"system:nodes member updates node status", res(alice, "update", "", "nodes", "status", "", "n1"), false},
+		{"system:nodes member deletes a pod", res(alice, "delete", "", "pods", "", "default", "p"), false},
+		{"system:nodes member renews a lease", res(alice, "update", coordinationGroup, "leases", "", "kube-node-lease", "n1"), false},
+		{"system:nodes member creates a CSR", res(alice, "create", certificatesGroup, "certificatesigningrequests", "", "", ""), false},
+		{"system:nodes member reviews a token", res(alice, "create", authenticationGroup, "tokenreviews", "", "", ""), false},
 
 		// scheduler: scheduler/shell.
 		{"scheduler binds a pod", res(scheduler, "create", "", "pods", "binding", "default", "p"), true},
@@ -278,6 +277,71 @@ func TestBootstrapGrants(t *testing.T) {
 				t.Errorf("allowed = %v (%s), want %v", got, reason, tt.want)
 			}
 		})
+	}
+}
+
+// TestNodeRules checks what the system:node rules, which the Node
+// authorizer applies to identified nodes, allow: every call a kubelet
+// makes (kubelet/node, kubelet/agent, kubelet/certs) that the Node
+// authorizer does not narrow itself, and nothing a kubelet has no need of.
+func TestNodeRules(t *testing.T) {
+	t.Parallel()
+	node := auth.User{Name: "system:node:n1", Groups: []string{auth.NodesGroup, auth.AllAuthenticated}}
+	res := resourceAttrs
+	tests := []struct {
+		name string
+		a    auth.Attributes
+		want bool
+	}{
+		{"kubelet creates its node", res(node, "create", "", "nodes", "", "", ""), true},
+		{"kubelet updates node status", res(node, "update", "", "nodes", "status", "", "n1"), true},
+		{"kubelet patches its node", res(node, "patch", "", "nodes", "", "", "n1"), true},
+		{"kubelet renews its lease", res(node, "update", coordinationGroup, "leases", "", "kube-node-lease", "n1"), true},
+		{"kubelet creates its lease", res(node, "create", coordinationGroup, "leases", "", "kube-node-lease", ""), true},
+		{"kubelet creates a mirror pod", res(node, "create", "", "pods", "", "kube-system", ""), true},
+		{"kubelet deletes a pod", res(node, "delete", "", "pods", "", "default", "p"), true},
+		{"kubelet updates pod status", res(node, "update", "", "pods", "status", "default", "p"), true},
+		{"kubelet patches pod status", res(node, "patch", "", "pods", "status", "default", "p"), true},
+		{"kubelet evicts a pod", res(node, "create", "", "pods", "eviction", "default", "p"), true},
+		{"kubelet reads a secret only through the Node authorizer", res(node, "get", "", "secrets", "", "default", "s"), false},
+		{"kubelet reads a configmap only through the Node authorizer", res(node, "get", "", "configmaps", "", "default", "c"), false},
+		{"kubelet reads a claim only through the Node authorizer", res(node, "get", "", "persistentvolumeclaims", "", "default", "c"), false},
+		{"kubelet reads a volume only through the Node authorizer", res(node, "get", "", "persistentvolumes", "", "", "v"), false},
+		{"kubelet gets the kubernetes service", res(node, "get", "", "services", "", "default", "kubernetes"), true},
+		{"kubelet lists services", res(node, "list", "", "services", "", "", ""), true},
+		{"kubelet gets endpoints", res(node, "get", "", "endpoints", "", "default", "s"), true},
+		{"kubelet lists endpoints", res(node, "list", "", "endpoints", "", "", ""), false},
+		{"kubelet lists endpoint slices", res(node, "list", discoveryGroup, "endpointslices", "", "", ""), false},
+		{"kubelet creates a token only through the Node authorizer", res(node, "create", "", "serviceaccounts", "token", "default", "default"), false},
+		{"kubelet creates a CSR", res(node, "create", certificatesGroup, "certificatesigningrequests", "", "", ""), true},
+		{"kubelet gets its CSR", res(node, "get", certificatesGroup, "certificatesigningrequests", "", "", "csr-1"), true},
+		{"kubelet watches CSRs", res(node, "watch", certificatesGroup, "certificatesigningrequests", "", "", ""), true},
+		{"kubelet records an event", res(node, "create", "", "events", "", "default", ""), true},
+		{"kubelet patches an event", res(node, "patch", "", "events", "", "default", "e"), true},
+		{"kubelet reviews a token", res(node, "create", authenticationGroup, "tokenreviews", "", "", ""), true},
+		{"kubelet reviews access", res(node, "create", authorizationGroup, "subjectaccessreviews", "", "", ""), true},
+		{"kubelet reads runtime classes", res(node, "watch", nodeGroup, "runtimeclasses", "", "", ""), true},
+		{"kubelet lists leases", res(node, "list", coordinationGroup, "leases", "", "kube-node-lease", ""), false},
+		{"kubelet deletes a namespace", res(node, "delete", "", "namespaces", "", "", "default"), false},
+		{"kubelet deletes a node", res(node, "delete", "", "nodes", "", "", "n2"), false},
+		{"kubelet updates a pod spec", res(node, "update", "", "pods", "", "default", "p"), false},
+		{"kubelet approves a CSR", res(node, "update", certificatesGroup, "certificatesigningrequests", "approval", "", "c"), false},
+		{"kubelet execs into a pod", res(node, "create", "", "pods", "exec", "default", "p"), false},
+	}
+	rules := NodeRules()
+	for _, tt := range tests {
+		if got := RulesAllow(&tt.a, rules...); got != tt.want {
+			t.Errorf("%s: allowed = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	var role *rbacv1.ClusterRole
+	for _, r := range Bootstrap().ClusterRoles {
+		if r.Name == "system:node" {
+			role = r
+		}
+	}
+	if role == nil || !equality.Semantic.DeepEqual(role.Rules, rules) {
+		t.Errorf("ClusterRole system:node is %+v, want the node rules", role)
 	}
 }
 

@@ -8,6 +8,17 @@ import (
 	"github.com/kubebus/kubebus/apiserver/auth"
 )
 
+// RulesAllow reports whether one of rules grants the request, as
+// upstream's rbac.RulesAllow (the Node authorizer's check of NodeRules).
+func RulesAllow(a *auth.Attributes, rules ...rbacv1.PolicyRule) bool {
+	for i := range rules {
+		if ruleAllows(a, &rules[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 // ruleAllows reports whether rule grants the request, as upstream's
 // RuleAllows: verb, API group, resource (with its subresource) and name
 // for a resource request; verb and URL for a non-resource one. It does

@@ -2,11 +2,14 @@ package rbac
 
 import (
 	"errors"
+	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/auth/rbac/reconciliation"
+
+	"github.com/kubebus/kubebus/apiserver/auth"
 )
 
 // Recreate is what Reconcile returns for a binding whose roleRef differs
@@ -25,7 +28,9 @@ type Recreate struct {
 // is left as it is. Otherwise desired labels and annotations are added;
 // a role gains the rules it misses (the rules it has beyond the desired
 // ones are kept) and the desired aggregationRule selectors; a binding
-// gains the subjects it misses. A binding whose roleRef differs comes back
+// gains the subjects it misses and a ClusterRoleBinding loses those an
+// older bootstrap policy bound and the current one retired
+// (retiredSubjects). A binding whose roleRef differs comes back
 // as a *Recreate holding the desired binding. Objects of different or
 // unknown kinds come back unchanged.
 func Reconcile(existing, desired runtime.Object) (updated runtime.Object, changed bool) {
@@ -40,7 +45,9 @@ func Reconcile(existing, desired runtime.Object) (updated runtime.Object, change
 		}
 	case *rbacv1.ClusterRoleBinding:
 		if e, ok := existing.(*rbacv1.ClusterRoleBinding); ok {
-			return reconcileBinding(reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: e}, reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: d})
+			e, retired := withoutRetiredSubjects(e)
+			u, changed := reconcileBinding(reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: e}, reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: d})
+			return u, changed || retired
 		}
 	case *rbacv1.RoleBinding:
 		if e, ok := existing.(*rbacv1.RoleBinding); ok {
@@ -48,6 +55,36 @@ func Reconcile(existing, desired runtime.Object) (updated runtime.Object, change
 		}
 	}
 	return existing, false
+}
+
+// retiredSubjects are subjects older kubebus bootstrap policies bound
+// that the current one does not, by ClusterRoleBinding: the whole group
+// system:nodes held the system:node role, which the Node authorizer now
+// grants to each identified node alone. Upstream keeps extra subjects;
+// these come off, or any member of system:nodes, whatever its name,
+// would keep every node's powers.
+var retiredSubjects = map[string][]rbacv1.Subject{
+	"system:node": {group(auth.NodesGroup)},
+}
+
+// withoutRetiredSubjects returns b without its retired subjects (a copy,
+// and true, when it had any), unless it is annotated autoupdate "false".
+func withoutRetiredSubjects(b *rbacv1.ClusterRoleBinding) (*rbacv1.ClusterRoleBinding, bool) {
+	retired := retiredSubjects[b.Name]
+	if len(retired) == 0 || b.Annotations[rbacv1.AutoUpdateAnnotationKey] == "false" {
+		return b, false
+	}
+	isRetired := func(s rbacv1.Subject) bool {
+		return slices.ContainsFunc(retired, func(r rbacv1.Subject) bool {
+			return s.Kind == r.Kind && s.Name == r.Name && s.Namespace == r.Namespace
+		})
+	}
+	if !slices.ContainsFunc(b.Subjects, isRetired) {
+		return b, false
+	}
+	c := b.DeepCopy()
+	c.Subjects = slices.DeleteFunc(c.Subjects, isRetired)
+	return c, true
 }
 
 func reconcileRole(existing, desired reconciliation.RuleOwner) (runtime.Object, bool) {

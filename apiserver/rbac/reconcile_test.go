@@ -46,6 +46,19 @@ func TestReconcile(t *testing.T) {
 	}
 	protectedBinding := crb(true, "other", user("x"))
 	protect(protectedBinding)
+	// system:node, as an older kubebus bound it (to the whole group
+	// system:nodes) and as now (to nobody).
+	nodeBinding := func(subjects ...rbacv1.Subject) *rbacv1.ClusterRoleBinding {
+		b := clusterBinding("system:node", subjects...)
+		bootstrapped(b)
+		return b
+	}
+	nodesGroup := group("system:nodes")
+	legacyNodesGroup := rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "system:nodes"}
+	protectedNodeBinding := nodeBinding(nodesGroup)
+	protect(protectedNodeBinding)
+	otherBinding := nodeBinding(nodesGroup)
+	otherBinding.Name = "other"
 
 	tests := []struct {
 		name        string
@@ -72,6 +85,13 @@ func TestReconcile(t *testing.T) {
 			roleRefBinding("ns", "b", roleRef("r"), user("a")), roleRefBinding("ns", "b", roleRef("r"), serviceAccount("ns", "sa")),
 			roleRefBinding("ns", "b", roleRef("r"), user("a"), serviceAccount("ns", "sa")), true},
 		{"kinds differ", cr(true, getPods), role("ns", "r", getSecrets), nil, false},
+		{"system:node loses the group system:nodes", nodeBinding(nodesGroup), nodeBinding(), nodeBinding(), true},
+		{"system:node loses the group without API group", nodeBinding(legacyNodesGroup), nodeBinding(), nodeBinding(), true},
+		{"system:node keeps what an administrator bound", nodeBinding(user("a"), nodesGroup, group("g")), nodeBinding(),
+			nodeBinding(user("a"), group("g")), true},
+		{"system:node up to date", nodeBinding(), nodeBinding(), nil, false},
+		{"protected system:node keeps the group", protectedNodeBinding, nodeBinding(), nil, false},
+		{"another binding keeps the group", otherBinding, clusterBindingNamed("other", "system:node"), nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,4 +114,11 @@ func TestReconcile(t *testing.T) {
 			}
 		})
 	}
+}
+
+func clusterBindingNamed(name, roleName string, subjects ...rbacv1.Subject) *rbacv1.ClusterRoleBinding {
+	b := clusterBinding(roleName, subjects...)
+	b.Name = name
+	addBootstrapMetadata(&b.ObjectMeta)
+	return b
 }
