@@ -89,6 +89,21 @@ func ValidateKubeletServing(req *x509.CertificateRequest, usages []certificatesv
 	if !slices.Equal(req.Subject.Organization, []string{nodesGroup}) {
 		return errOrgNotSystemNodes
 	}
+	if err := checkServingNameKinds(req); err != nil {
+		return err
+	}
+	if u := sets.New(usages...); !u.Equal(kubeletServingUsages) && !u.Equal(kubeletServingNoRSA) {
+		return fmt.Errorf("usages did not match %v", sets.List(kubeletServingUsages))
+	}
+	if !strings.HasPrefix(req.Subject.CommonName, nodeUserPrefix) {
+		return errCNNotSystemNode
+	}
+	return nil
+}
+
+// checkServingNameKinds requires a serving request to name at least one
+// DNS name or IP address, and no email address nor URI.
+func checkServingNameKinds(req *x509.CertificateRequest) error {
 	switch {
 	case len(req.DNSNames) == 0 && len(req.IPAddresses) == 0:
 		return errDNSOrIPSANRequired
@@ -96,12 +111,6 @@ func ValidateKubeletServing(req *x509.CertificateRequest, usages []certificatesv
 		return errEmailSANNotAllowed
 	case len(req.URIs) > 0:
 		return errURISANNotAllowed
-	}
-	if u := sets.New(usages...); !u.Equal(kubeletServingUsages) && !u.Equal(kubeletServingNoRSA) {
-		return fmt.Errorf("usages did not match %v", sets.List(kubeletServingUsages))
-	}
-	if !strings.HasPrefix(req.Subject.CommonName, nodeUserPrefix) {
-		return errCNNotSystemNode
 	}
 	return nil
 }
@@ -114,13 +123,8 @@ func ValidateKubeletServing(req *x509.CertificateRequest, usages []certificatesv
 // addresses; there must be at least one of them, and no email address nor
 // URI. The error of a name that is not the node's wraps ErrNotNodeName.
 func ValidateKubeletServingNames(req *x509.CertificateRequest, node *corev1.Node) error {
-	switch {
-	case len(req.DNSNames) == 0 && len(req.IPAddresses) == 0:
-		return errDNSOrIPSANRequired
-	case len(req.EmailAddresses) > 0:
-		return errEmailSANNotAllowed
-	case len(req.URIs) > 0:
-		return errURISANNotAllowed
+	if err := checkServingNameKinds(req); err != nil {
+		return err
 	}
 	dnsNames, ips := nodeNames(node)
 	for _, name := range req.DNSNames {

@@ -1,40 +1,18 @@
-package defaults_test
+package admission_test
 
 import (
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/kubebus/kubebus/apiserver"
 	"github.com/kubebus/kubebus/apiserver/admission"
-	kbresource "github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
 	"github.com/kubebus/kubebus/test/harness"
 )
-
-// clientLimitRanges lists LimitRanges through the API server itself (set
-// once it runs).
-type clientLimitRanges struct{ cs kubernetes.Interface }
-
-func (l *clientLimitRanges) ListLimitRanges(ctx context.Context, namespace string) ([]*corev1.LimitRange, error) {
-	list, err := l.cs.CoreV1().LimitRanges(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*corev1.LimitRange, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
-}
 
 func quantities(kv ...string) corev1.ResourceList {
 	out := corev1.ResourceList{}
@@ -51,28 +29,11 @@ func quantities(kv ...string) corev1.ResourceList {
 func TestIntegrationLimitRangeDefaults(t *testing.T) {
 	harness.SkipShort(t)
 	ctx := context.Background()
-	etcd := harness.StartEtcd(t)
-	store, err := storage.New(storage.Config{Endpoints: []string{etcd.Endpoint}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	ranges := &clientLimitRanges{}
-	srv, err := apiserver.New(apiserver.Config{Store: store, Resources: kbresource.Builtin(),
-		Logger: slog.New(slog.DiscardHandler), Admission: admission.Chain{admission.NewLimitRanger(ranges)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Bootstrap(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ranges.cs = cs
+	objs := &serverObjects{}
+	cs, srv := startAPIServer(t, func(*storage.Store) admission.Chain {
+		return admission.Chain{admission.NewLimitRanger(objs)}
+	})
+	objs.srv.Store(srv)
 
 	tests := []struct {
 		namespace   string
