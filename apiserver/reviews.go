@@ -12,7 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	fieldop "k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubebus/kubebus/apiserver/auth"
@@ -203,7 +205,42 @@ func accessAttributes(u auth.User, ra *authzv1.ResourceAttributes, nra *authzv1.
 	return auth.Attributes{
 		User: u, Verb: ra.Verb, ResourceRequest: true, APIGroup: ra.Group, APIVersion: version,
 		Resource: ra.Resource, Subresource: ra.Subresource, Namespace: ra.Namespace, Name: ra.Name,
+		FieldSelector: reviewFieldSelector(ra.FieldSelector),
 	}
+}
+
+// reviewFieldSelector is the field selector a review asks about, as
+// upstream reads it: the requirements when there are any (In and NotIn
+// of one value each, equality and inequality), else the raw selector. A
+// selector it cannot read is left out, which only narrows what the
+// authorizers allow (a selector can limit access, never widen it).
+func reviewFieldSelector(fs *authzv1.FieldSelectorAttributes) fields.Requirements {
+	if fs == nil {
+		return nil
+	}
+	if len(fs.Requirements) == 0 {
+		sel, err := fields.ParseSelector(fs.RawSelector)
+		if err != nil {
+			return nil
+		}
+		return sel.Requirements()
+	}
+	reqs := make(fields.Requirements, 0, len(fs.Requirements))
+	for _, r := range fs.Requirements {
+		if len(r.Values) != 1 {
+			return nil
+		}
+		op := fieldop.Equals
+		switch r.Operator {
+		case metav1.FieldSelectorOpIn:
+		case metav1.FieldSelectorOpNotIn:
+			op = fieldop.NotEquals
+		default:
+			return nil
+		}
+		reqs = append(reqs, fields.Requirement{Operator: op, Field: r.Key, Value: r.Values[0]})
+	}
+	return reqs
 }
 
 // decide asks the authorizer; denied is only an explicit Deny (NoOpinion

@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -322,5 +323,39 @@ func TestSelfSubjectReviewRoute(t *testing.T) {
 	want := authnv1.UserInfo{Username: auth.AnonymousUser, Groups: []string{auth.AllUnauthenticated}}
 	if !reflect.DeepEqual(got.Status.UserInfo, want) {
 		t.Errorf("anonymous whoami = %+v, want %+v", got.Status.UserInfo, want)
+	}
+}
+
+// TestReviewFieldSelector: an access review's field selector reaches the
+// authorizers as upstream reads it (requirements before the raw
+// selector), so "may node n1 list pods with spec.nodeName=n1" is asked as
+// the kubelet's list is; one it cannot read is left out.
+func TestReviewFieldSelector(t *testing.T) {
+	t.Parallel()
+	node := fields.OneTermEqualSelector("spec.nodeName", "n1").Requirements()
+	for _, tc := range []struct {
+		name string
+		fs   *authzv1.FieldSelectorAttributes
+		want fields.Requirements
+	}{
+		{"none", nil, nil},
+		{"raw", &authzv1.FieldSelectorAttributes{RawSelector: "spec.nodeName=n1"}, node},
+		{"requirement", &authzv1.FieldSelectorAttributes{Requirements: []metav1.FieldSelectorRequirement{
+			{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpIn, Values: []string{"n1"}}}}, node},
+		{"requirements win over raw", &authzv1.FieldSelectorAttributes{RawSelector: "spec.nodeName=n2", Requirements: []metav1.FieldSelectorRequirement{
+			{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpIn, Values: []string{"n1"}}}}, node},
+		{"not in", &authzv1.FieldSelectorAttributes{Requirements: []metav1.FieldSelectorRequirement{
+			{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpNotIn, Values: []string{"n1"}}}},
+			fields.Requirements{{Operator: "!=", Field: "spec.nodeName", Value: "n1"}}},
+		{"two values", &authzv1.FieldSelectorAttributes{Requirements: []metav1.FieldSelectorRequirement{
+			{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpIn, Values: []string{"n1", "n2"}}}}, nil},
+		{"exists", &authzv1.FieldSelectorAttributes{Requirements: []metav1.FieldSelectorRequirement{
+			{Key: "spec.nodeName", Operator: metav1.FieldSelectorOpExists}}}, nil},
+		{"bad raw", &authzv1.FieldSelectorAttributes{RawSelector: "spec.nodeName"}, nil},
+	} {
+		a := accessAttributes(alice(), &authzv1.ResourceAttributes{Verb: "list", Resource: "pods", FieldSelector: tc.fs}, nil)
+		if !reflect.DeepEqual(a.FieldSelector, tc.want) {
+			t.Errorf("%s: field selector %v, want %v", tc.name, a.FieldSelector, tc.want)
+		}
 	}
 }
