@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -55,6 +56,10 @@ type ApproverConfig struct {
 	// against: a node's pending serving CSRs are looked at again when its
 	// Node appears or its addresses change.
 	Nodes *informer.Informer[*corev1.Node]
+	// Services, when given, tell the kubernetes Service's cluster IPs,
+	// which no kubelet serving certificate may name (the API server's
+	// names never may).
+	Services *informer.Informer[*corev1.Service]
 	// Now defaults to time.Now.
 	Now     func() time.Time
 	Options controllers.Options
@@ -83,6 +88,11 @@ type nodeGetter interface {
 	Get(namespace, name string) (*corev1.Node, bool)
 }
 
+// serviceGetter is the part of the Services' cache the approver reads.
+type serviceGetter interface {
+	Get(namespace, name string) (*corev1.Service, bool)
+}
+
 // csrLister lists the CSRs' cache.
 type csrLister interface {
 	List() []*certificatesv1.CertificateSigningRequest
@@ -92,8 +102,10 @@ type approver struct {
 	client kubernetes.Interface
 	csrs   csrGetter
 	nodes  nodeGetter
-	now    func() time.Time
-	log    *slog.Logger
+	// services is nil when the approver has no Services' cache.
+	services serviceGetter
+	now      func() time.Time
+	log      *slog.Logger
 }
 
 // NewApprover builds the approving controller and registers its handlers
@@ -103,6 +115,9 @@ func NewApprover(cfg ApproverConfig) (*controllers.Controller, error) {
 		return nil, err
 	}
 	a := &approver{client: cfg.Client, csrs: cfg.CSRs, nodes: cfg.Nodes, now: cfg.Now, log: cfg.Options.Logger.With("controller", ApproverName)}
+	if cfg.Services != nil {
+		a.services = cfg.Services
+	}
 	c := controllers.New(ApproverName, a, cfg.Options)
 	enqueueCSRs(c, cfg.CSRs)
 	cfg.Nodes.AddHandler(requeueServingCSRs(cfg.CSRs, c.Enqueue))
@@ -204,6 +219,10 @@ func (a *approver) Reconcile(ctx context.Context, req controllers.Request) (cont
 				"csr", csr.Name, "node", nodeName)
 			return controllers.Result{}, nil
 		}
+		if err := ValidateNotAPIServer(x509cr, a.apiServerIPs()); err != nil {
+			a.log.Info("not approving kubelet serving csr: it names the API server", "csr", csr.Name, "node", nodeName, "reason", err)
+			return controllers.Result{}, nil
+		}
 		if err := ValidateKubeletServingNames(x509cr, node); err != nil {
 			a.log.Info("not approving kubelet serving csr: it names what is not its node's; looking again when the node's addresses change",
 				"csr", csr.Name, "node", nodeName, "reason", err)
@@ -264,4 +283,23 @@ func (a *approver) approve(ctx context.Context, csr *certificatesv1.CertificateS
 	}
 	a.log.Debug("approved csr", "csr", csr.Name, "signer", csr.Spec.SignerName, "requester", csr.Spec.Username)
 	return nil
+}
+
+// apiServerIPs are the cluster IPs of the kubernetes Service in default
+// (none without a Services' cache or before the Service exists).
+func (a *approver) apiServerIPs() []netip.Addr {
+	if a.services == nil {
+		return nil
+	}
+	svc, ok := a.services.Get(metav1.NamespaceDefault, "kubernetes")
+	if !ok {
+		return nil
+	}
+	var ips []netip.Addr
+	for _, s := range append([]string{svc.Spec.ClusterIP}, svc.Spec.ClusterIPs...) {
+		if ip, err := netip.ParseAddr(s); err == nil {
+			ips = append(ips, ip.Unmap())
+		}
+	}
+	return ips
 }

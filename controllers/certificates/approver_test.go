@@ -12,6 +12,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
@@ -50,7 +51,23 @@ func cluster() nodes {
 		"n1": nodeAt("n1", "InternalIP", "10.0.0.7", "ExternalIP", "203.0.113.7", "Hostname", "n1",
 			"InternalDNS", "n1.internal", "ExternalDNS", "n1.example.com"),
 		"n2": nodeAt("n2", "InternalIP", "10.0.0.8", "Hostname", "n2"),
+		// n9 claims the API server's name and the kubernetes Service's IP
+		// as addresses of its own (a node writes its own status).
+		"n9": nodeAt("n9", "InternalIP", "10.0.0.9", "InternalIP", "10.96.0.1", "Hostname", "kubernetes.default.svc"),
 	}
+}
+
+// services is a Services' cache holding the kubernetes Service.
+type services map[string]*corev1.Service
+
+func (s services) Get(namespace, name string) (*corev1.Service, bool) {
+	svc, ok := s[namespace+"/"+name]
+	return svc, ok
+}
+
+func apiService() services {
+	return services{"default/kubernetes": {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", ClusterIPs: []string{"10.96.0.1"}}}}
 }
 
 func TestApproverReconcile(t *testing.T) {
@@ -107,6 +124,13 @@ func TestApproverReconcile(t *testing.T) {
 			servingNaming("n1", []string{"n2"}), servingUsages), sar: rbac},
 		{name: "serving certificate for another node's IP", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n1", nodes,
 			servingNaming("n1", nil, "10.0.0.8"), servingUsages), sar: rbac},
+		{name: "serving certificate for the API server's name its node claims", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n9", nodes,
+			servingNaming("n9", []string{"n9", "kubernetes.default.svc"}, "10.0.0.9"), servingUsages), sar: rbac},
+		{name: "serving certificate for the Service IP its node claims", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n9", nodes,
+			servingNaming("n9", []string{"n9"}, "10.96.0.1"), servingUsages), sar: rbac},
+		{name: "serving certificate for that node's other names", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n9", nodes,
+			servingNaming("n9", []string{"n9"}, "10.0.0.9"), servingUsages), sar: rbac,
+			wantMessage: "Auto approving kubelet serving certificate requested by the node itself."},
 		{name: "serving certificate of a node not known", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n3", nodes, servingOf("n3"), servingUsages), sar: rbac},
 		{name: "serving certificate outside system:nodes", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n1", nil, servingOf("n1"), servingUsages), sar: rbac,
 			wantErr: ErrNotAuthorized},
@@ -118,7 +142,7 @@ func TestApproverReconcile(t *testing.T) {
 			client := fake.NewClientset(tt.csr.DeepCopy())
 			client.PrependReactor("create", "subjectaccessreviews", tt.sar)
 			now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-			a := &approver{client: client, csrs: csrs{"csr-1": tt.csr}, nodes: cluster(), now: func() time.Time { return now }, log: slog.New(slog.DiscardHandler)}
+			a := &approver{client: client, csrs: csrs{"csr-1": tt.csr}, nodes: cluster(), services: apiService(), now: func() time.Time { return now }, log: slog.New(slog.DiscardHandler)}
 			_, err := a.Reconcile(context.Background(), controllers.Request{Name: "csr-1"})
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Reconcile error = %v, want %v", err, tt.wantErr)

@@ -141,6 +141,32 @@ func ValidateKubeletServingNames(req *x509.CertificateRequest, node *corev1.Node
 	return nil
 }
 
+// ErrAPIServerName means a kubelet serving CSR names the API server: one
+// of the names in-cluster clients reach it by, or the IP of the
+// kubernetes Service. Even when a node claims it as its own address, the
+// cluster CA must not vouch for a node under it.
+var ErrAPIServerName = errors.New("a name of the API server")
+
+// ValidateNotAPIServer reports why req names the API server: the DNS
+// names kubernetes, kubernetes.default, kubernetes.default.svc and
+// kubernetes.default.svc.<cluster domain>, or an address of serviceIPs
+// (the kubernetes Service's cluster IPs). The error wraps
+// ErrAPIServerName.
+func ValidateNotAPIServer(req *x509.CertificateRequest, serviceIPs []netip.Addr) error {
+	for _, name := range req.DNSNames {
+		n := strings.ToLower(strings.TrimSuffix(name, "."))
+		if n == "kubernetes" || n == "kubernetes.default" || n == "kubernetes.default.svc" || strings.HasPrefix(n, "kubernetes.default.svc.") {
+			return fmt.Errorf("DNS subjectAltName %q: %w", name, ErrAPIServerName)
+		}
+	}
+	for _, ip := range req.IPAddresses {
+		if addr, ok := netip.AddrFromSlice(ip); ok && slices.Contains(serviceIPs, addr.Unmap()) {
+			return fmt.Errorf("IP subjectAltName %s: %w", ip, ErrAPIServerName)
+		}
+	}
+	return nil
+}
+
 // nodeNames returns the DNS names (its name and its Hostname, InternalDNS
 // and ExternalDNS addresses) and the IP addresses (its InternalIP and
 // ExternalIP addresses, unmapped) that are node's own. An address that does

@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -172,5 +173,32 @@ func TestValidateKubeletServingNames(t *testing.T) {
 				t.Fatalf("error %v does not wrap ErrNotNodeName", err)
 			}
 		})
+	}
+}
+
+// TestValidateNotAPIServer: the names in-cluster clients reach the API
+// server by and the kubernetes Service's IPs are refused, whatever case
+// or trailing dot; other names pass.
+func TestValidateNotAPIServer(t *testing.T) {
+	t.Parallel()
+	serviceIPs := []netip.Addr{netip.MustParseAddr("10.96.0.1"), netip.MustParseAddr("fd00::1")}
+	for _, tc := range []struct {
+		name    string
+		req     x509.CertificateRequest
+		refused bool
+	}{
+		{"node names", x509.CertificateRequest{DNSNames: []string{"n1", "kubernetes-node"}, IPAddresses: []net.IP{net.ParseIP("10.0.0.7")}}, false},
+		{"kubernetes", x509.CertificateRequest{DNSNames: []string{"kubernetes"}}, true},
+		{"kubernetes.default", x509.CertificateRequest{DNSNames: []string{"Kubernetes.Default"}}, true},
+		{"kubernetes.default.svc.", x509.CertificateRequest{DNSNames: []string{"kubernetes.default.svc."}}, true},
+		{"the cluster domain's name", x509.CertificateRequest{DNSNames: []string{"kubernetes.default.svc.cluster.local"}}, true},
+		{"the Service IP", x509.CertificateRequest{IPAddresses: []net.IP{net.ParseIP("10.96.0.1")}}, true},
+		{"the Service IP mapped to IPv6", x509.CertificateRequest{IPAddresses: []net.IP{net.ParseIP("::ffff:10.96.0.1")}}, true},
+		{"the IPv6 Service IP", x509.CertificateRequest{IPAddresses: []net.IP{net.ParseIP("fd00::1")}}, true},
+	} {
+		err := ValidateNotAPIServer(&tc.req, serviceIPs)
+		if tc.refused != (err != nil) || err != nil && !errors.Is(err, ErrAPIServerName) {
+			t.Errorf("%s: %v, want refused=%v wrapping ErrAPIServerName", tc.name, err, tc.refused)
+		}
 	}
 }

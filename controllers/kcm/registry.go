@@ -224,7 +224,7 @@ func registry() []entry {
 		}},
 		{name: certificates.ApproverName, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
 			return certificates.NewApprover(certificates.ApproverConfig{Client: d.Client, CSRs: d.Caches.CertificateSigningRequests,
-				Nodes: d.Caches.Nodes, Options: controllers.Options{Logger: d.Logger}})
+				Nodes: d.Caches.Nodes, Services: d.Caches.Services, Options: controllers.Options{Logger: d.Logger}})
 		}},
 		{name: certificates.SignerName, build: func(_ context.Context, d Deps) (controllers.Runnable, error) {
 			t := d.Tuning
