@@ -156,12 +156,6 @@ func selectorString(ls *metav1.LabelSelector) string {
 	return sel.String()
 }
 
-// keepServiceAllocations keeps the cluster IPs, IP families and node ports
-// a PUT leaves out, as upstream does, so `kubectl replace` of a manifest
-// works; and, as upstream's dropTypeDependentFields, drops the allocated
-// values a type change leaves behind unchanged (cluster IPs when becoming
-// ExternalName, node ports when no longer NodePort or LoadBalancer), so
-// the allocator releases them.
 // normalizePodCIDR makes a node's spec.podCIDR the first of its
 // spec.podCIDRs, as upstream's v1 conversion does (one internal field
 // behind both): a podCIDR alone becomes the list; beside a list it is
@@ -175,6 +169,12 @@ func normalizePodCIDR(n *corev1.Node) {
 	}
 }
 
+// keepServiceAllocations keeps the cluster IPs, IP families and node ports
+// a PUT leaves out, as upstream does, so `kubectl replace` of a manifest
+// works; and, as upstream's dropTypeDependentFields, drops the allocated
+// values a type change leaves behind unchanged (cluster IPs when becoming
+// ExternalName, node ports when no longer NodePort or LoadBalancer), so
+// the allocator releases them.
 func keepServiceAllocations(obj, old runtime.Object) {
 	s, o := obj.(*corev1.Service), old.(*corev1.Service)
 	if s.Spec.ClusterIP == "" && len(s.Spec.ClusterIPs) == 0 && s.Spec.Type != corev1.ServiceTypeExternalName {

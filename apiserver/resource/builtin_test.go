@@ -117,6 +117,19 @@ func TestNodePodCIDR(t *testing.T) {
 			t.Errorf("%s: stored podCIDR %q, want %q", c.name, c.upd.Spec.PodCIDR, c.want)
 		}
 	}
+	// A node stored before podCIDRs was kept beside podCIDR: its podCIDR
+	// is set once all the same.
+	legacy := node("10.244.1.0/24")
+	rewritten := node("10.244.0.0/16")
+	nodes.PrepareForUpdate(rewritten, legacy)
+	if errs := nodes.ValidateUpdate(rewritten, legacy); len(errs) == 0 {
+		t.Errorf("rewriting the podCIDR of a node stored with podCIDR alone: allowed, stored %q", rewritten.Spec.PodCIDR)
+	}
+	kept := node("10.244.1.0/24")
+	nodes.PrepareForUpdate(kept, legacy)
+	if errs := nodes.ValidateUpdate(kept, legacy); len(errs) > 0 {
+		t.Errorf("keeping the podCIDR of a node stored with podCIDR alone: %v", errs)
+	}
 	unset := node("")
 	set := node("10.244.2.0/24")
 	nodes.PrepareForUpdate(set, unset)

@@ -68,7 +68,13 @@ func prefixAddr(cidr string) string {
 func validateNodeUpdate(n, old *corev1.Node) field.ErrorList {
 	errs := validateMetaUpdate(&n.ObjectMeta, &old.ObjectMeta)
 	errs = append(errs, validateNode(n)...)
-	if len(old.Spec.PodCIDRs) > 0 && !apiequality.Semantic.DeepEqual(n.Spec.PodCIDRs, old.Spec.PodCIDRs) {
+	// A node stored with podCIDR alone (before the API server kept both)
+	// has that one as its list, as upstream's conversion reads it.
+	oldCIDRs := old.Spec.PodCIDRs
+	if len(oldCIDRs) == 0 && old.Spec.PodCIDR != "" {
+		oldCIDRs = []string{old.Spec.PodCIDR}
+	}
+	if len(oldCIDRs) > 0 && !apiequality.Semantic.DeepEqual(n.Spec.PodCIDRs, oldCIDRs) {
 		errs = append(errs, field.Forbidden(specPath.Child("podCIDRs"), `node updates may not change podCIDR except from "" to valid`))
 	}
 	if old.Spec.ProviderID != "" && n.Spec.ProviderID != old.Spec.ProviderID {
