@@ -53,7 +53,7 @@ func cluster() nodes {
 		"n2": nodeAt("n2", "InternalIP", "10.0.0.8", "Hostname", "n2"),
 		// n9 claims the API server's name and the kubernetes Service's IP
 		// as addresses of its own (a node writes its own status).
-		"n9": nodeAt("n9", "InternalIP", "10.0.0.9", "InternalIP", "10.96.0.1", "Hostname", "kubernetes.default.svc"),
+		"n9": nodeAt("n9", "InternalIP", "10.0.0.9", "InternalIP", "10.96.0.1", "Hostname", "kubernetes.default.svc", "InternalDNS", "*.default.svc"),
 	}
 }
 
@@ -128,6 +128,8 @@ func TestApproverReconcile(t *testing.T) {
 			servingNaming("n9", []string{"n9", "kubernetes.default.svc"}, "10.0.0.9"), servingUsages), sar: rbac},
 		{name: "serving certificate for the Service IP its node claims", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n9", nodes,
 			servingNaming("n9", []string{"n9"}, "10.96.0.1"), servingUsages), sar: rbac},
+		{name: "serving certificate for a wildcard its node claims", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n9", nodes,
+			servingNaming("n9", []string{"n9", "*.default.svc"}, "10.0.0.9"), servingUsages), sar: rbac},
 		{name: "serving certificate for that node's other names", csr: newCSR(t, "csr-1", kubeletServing, "system:node:n9", nodes,
 			servingNaming("n9", []string{"n9"}, "10.0.0.9"), servingUsages), sar: rbac,
 			wantMessage: "Auto approving kubelet serving certificate requested by the node itself."},

@@ -128,6 +128,11 @@ func ValidateKubeletServingNames(req *x509.CertificateRequest, node *corev1.Node
 	}
 	dnsNames, ips := nodeNames(node)
 	for _, name := range req.DNSNames {
+		if strings.Contains(name, "*") {
+			// A node's name has none; an address it claims may (it writes
+			// its own status), and a wildcard would match other hosts.
+			return fmt.Errorf("DNS subjectAltName %q: a wildcard: %w", name, ErrNotNodeName)
+		}
 		if !slices.ContainsFunc(dnsNames, func(n string) bool { return strings.EqualFold(n, name) }) {
 			return fmt.Errorf("DNS subjectAltName %q: %w", name, ErrNotNodeName)
 		}

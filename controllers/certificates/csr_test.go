@@ -149,7 +149,7 @@ func TestValidateKubeletServingNames(t *testing.T) {
 		{name: "another node's name", req: x509.CertificateRequest{DNSNames: []string{"n2"}},
 			wantErr: `DNS subjectAltName "n2": not one of the node's names or addresses`},
 		{name: "a wildcard over the node's domain", req: x509.CertificateRequest{DNSNames: []string{"*.example.com"}},
-			wantErr: `DNS subjectAltName "*.example.com": not one of the node's names or addresses`},
+			wantErr: `DNS subjectAltName "*.example.com": a wildcard: not one of the node's names or addresses`},
 		{name: "the kubernetes Service IP", req: x509.CertificateRequest{DNSNames: []string{"n1"}, IPAddresses: ips("10.0.0.7", "10.96.0.1")},
 			wantErr: "IP subjectAltName 10.96.0.1: not one of the node's names or addresses"},
 		{name: "an IP address as a DNS name", req: x509.CertificateRequest{DNSNames: []string{"10.0.0.7"}},
