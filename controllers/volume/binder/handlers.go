@@ -11,7 +11,8 @@ import (
 
 // register adds the informer handlers. A claim change syncs the claim and
 // the volume it names; a volume change syncs the volume and its claim, and
-// an Available volume wakes the Pending claims (one of them may fit); a
+// an unclaimed volume wakes the Pending claims (one of them may fit) and
+// those that name it (they may have come first); a
 // StorageClass change wakes the Pending claims of that class, and of no
 // class when it is the default.
 func (r *reconciler) register(enqueue func(controllers.Request)) {
@@ -43,6 +44,13 @@ func (r *reconciler) register(enqueue func(controllers.Request)) {
 			return
 		}
 		r.enqueuePending(enqueue, func(*corev1.PersistentVolumeClaim) bool { return true })
+		// A claim that names this volume may have come before it (the
+		// two caches are fed apart): it waits for the volume to appear.
+		for _, c := range r.claims.List() {
+			if c.Spec.VolumeName == pv.Name && c.DeletionTimestamp == nil {
+				enqueue(controllers.KeyOf(c))
+			}
+		}
 	}
 	r.volumes.AddHandler(informer.HandlerFuncs[*corev1.PersistentVolume]{
 		AddFunc:    volumeChanged,
