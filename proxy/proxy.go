@@ -130,14 +130,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if services == nil || slices == nil {
 		var err error
 		services, err = informer.New(informer.Config[*corev1.Service]{
-			JetStream: cfg.JetStream, Component: "kube-proxy", Instance: cfg.Instance, Resource: "services",
+			JetStream: cfg.JetStream, Component: "kube-proxy", Instance: cfg.Instance, Resource: "services", Narrow: true,
 			New: func() *corev1.Service { return &corev1.Service{} }, Logger: cfg.Logger, Metrics: cfg.Metrics,
 		})
 		if err != nil {
 			return fmt.Errorf("proxy: services informer: %w", err)
 		}
 		slices, err = informer.New(informer.Config[*discoveryv1.EndpointSlice]{
-			JetStream: cfg.JetStream, Component: "kube-proxy", Instance: cfg.Instance, Group: "discovery.k8s.io", Resource: "endpointslices",
+			JetStream: cfg.JetStream, Component: "kube-proxy", Instance: cfg.Instance, Group: "discovery.k8s.io", Resource: "endpointslices", Narrow: true,
 			New: func() *discoveryv1.EndpointSlice { return &discoveryv1.EndpointSlice{} }, Logger: cfg.Logger, Metrics: cfg.Metrics,
 		})
 		if err != nil {

@@ -4,18 +4,30 @@
 // subjects it may publish and subscribe to. The embedded NATS server
 // (bus/natsserver) applies it to every connection.
 //
-// There are three roles:
+// There are four roles:
 //
 //   - The publisher (PublisherUser, the API server): it writes every
 //     object subject (kube.>, knode.>, kstate.>, kstatenode.>, kbus.>),
 //     manages the streams and consumers ($JS.API.>) and acks what its
 //     own informers read ($JS.ACK.>).
-//   - Readers (the controller-manager, the scheduler, the proxy, the
-//     cluster DNS, the all-in-one's shared informers, system:masters for the tap and
-//     tools): they may only read the three streams, through the JetStream
-//     API: stream info, consumer create/info/delete/next/list/names, message
-//     get and direct get, and acks. They cannot publish an object subject
-//     nor create, update, purge or delete a stream.
+//   - Readers (the controller-manager, the all-in-one's shared
+//     informers, system:masters for the tap and tools): they may only read
+//     the three streams, through the JetStream API: stream info, consumer
+//     create/info/delete/next/list/names, message get and direct get, and
+//     acks. They cannot publish an object subject nor create, update,
+//     purge or delete a stream.
+//   - Components (the scheduler, kube-proxy, the cluster DNS): readers
+//     narrowed to the resources their informers follow (Grants), as their
+//     RBAC roles narrow them on the API. Each informer's consumers are
+//     named bus.DurableName(component, group, resource, "", instance),
+//     where the instance is what follows the component's prefix in the
+//     connection's name (kube-proxy connects as "kube-proxy-NODE"). They
+//     may create those consumers only through the create API whose
+//     subject carries the filter (the resource's subjects on KUBE_HISTORY
+//     and KUBE_STATE), pull from, inspect, delete and ack only those,
+//     direct-get the last message of their resources and the last gap,
+//     and read the info of KUBE_HISTORY and KUBE_STATE. They cannot read
+//     a message by its sequence, nor another component's consumer.
 //   - A node (system:node:NAME in system:nodes, a kubelet): only its own
 //     pods. It may create exactly one consumer on KUBE_NODEPODS and one on
 //     KUBE_STATE, both named NodeConsumer(NAME), through the create API
@@ -66,10 +78,13 @@ const (
 	NodesGroup     = "system:nodes"
 )
 
-// Identity is who a verified client certificate names.
+// Identity is who a verified client certificate names, with the name
+// the connection gave itself (which tells a component's instance).
 type Identity struct {
 	User   string
 	Groups []string
+	// Conn is the NATS connection's name (bus.Connect's name).
+	Conn string
 }
 
 // Role is what an identity may do on the bus.
@@ -81,6 +96,7 @@ const (
 	RolePublisher
 	RoleReader
 	RoleNode
+	RoleComponent
 )
 
 func (r Role) String() string {
@@ -91,6 +107,8 @@ func (r Role) String() string {
 		return "reader"
 	case RoleNode:
 		return "node"
+	case RoleComponent:
+		return "component"
 	}
 	return "none"
 }
@@ -98,8 +116,53 @@ func (r Role) String() string {
 // ErrUnknownIdentity: the identity has no role on the bus.
 var ErrUnknownIdentity = errors.New("busauth: identity has no role on the bus")
 
-// readers are the users that read the bus without being in system:masters.
-var readers = []string{InformersUser, ControllerManagerUser, SchedulerUser, ProxyUser, KubeDNSUser}
+// readers are the users that read the whole bus without being in
+// system:masters.
+var readers = []string{InformersUser, ControllerManagerUser}
+
+// Grant is one informer a component may run: its component name (the
+// first part of its consumers' names) and the resource it follows.
+type Grant struct {
+	Component, Group, Resource string
+}
+
+// component is what a narrowed component's identity may read.
+type component struct {
+	// connPrefix starts the names its connections give themselves; the
+	// rest is the instance its consumers are named with.
+	connPrefix string
+	grants     []Grant
+}
+
+// components are the narrowed readers: the informers each runs, which
+// its package's tests check against its informers.
+var components = map[string]component{
+	ProxyUser: {connPrefix: "kube-proxy-", grants: []Grant{
+		{"kube-proxy", "", "services"},
+		{"kube-proxy", "discovery.k8s.io", "endpointslices"},
+		{"kube-proxy-routes", "", "nodes"},
+	}},
+	KubeDNSUser: {connPrefix: "kube-dns-", grants: []Grant{
+		{"kube-dns", "", "services"},
+		{"kube-dns", "discovery.k8s.io", "endpointslices"},
+	}},
+	SchedulerUser: {connPrefix: "kube-scheduler-", grants: []Grant{
+		{"kube-scheduler", "", "nodes"},
+		{"kube-scheduler", "", "pods"},
+		{"kube-scheduler", "", "namespaces"},
+		{"kube-scheduler", "", "persistentvolumeclaims"},
+		{"kube-scheduler", "", "persistentvolumes"},
+		{"kube-scheduler", "storage.k8s.io", "storageclasses"},
+	}},
+}
+
+// Grants returns the informers a component's identity may run and the
+// prefix of its connections' names, or false when user is not a narrowed
+// component.
+func Grants(user string) (connPrefix string, grants []Grant, ok bool) {
+	c, ok := components[user]
+	return c.connPrefix, slices.Clone(c.grants), ok
+}
 
 // RoleOf returns an identity's role and, for a node, its name.
 func RoleOf(id Identity) (Role, string) {
@@ -114,6 +177,9 @@ func RoleOf(id Identity) (Role, string) {
 		return RoleNode, name
 	case slices.Contains(readers, id.User), slices.Contains(id.Groups, MastersGroup):
 		return RoleReader, ""
+	}
+	if _, ok := components[id.User]; ok {
+		return RoleComponent, ""
 	}
 	return RoleNone, ""
 }
@@ -140,6 +206,8 @@ func Permissions(id Identity) (*server.Permissions, error) {
 		pub = readerSubjects()
 	case RoleNode:
 		pub = nodeSubjects(node)
+	case RoleComponent:
+		pub = componentSubjects(components[id.User], id.Conn)
 	default:
 		return nil, fmt.Errorf("%w: user %q, groups %q", ErrUnknownIdentity, id.User, id.Groups)
 	}
@@ -193,6 +261,42 @@ func nodeSubjects(node string) []string {
 	for _, st := range []string{bus.NodePodsStream, bus.StateStream} {
 		for _, op := range []string{"INFO", "DELETE", "MSG.NEXT"} {
 			s = append(s, api+"CONSUMER."+op+"."+st+"."+c)
+		}
+	}
+	return s
+}
+
+// componentSubjects are the calls of a narrowed component's informers
+// (bus/informer with Narrow set), for the instance its connection names.
+// A connection whose name lacks the prefix gets the names of the empty
+// instance.
+func componentSubjects(c component, conn string) []string {
+	instance := strings.TrimPrefix(conn, c.connPrefix)
+	if instance == conn {
+		instance = ""
+	}
+	s := []string{
+		api + "STREAM.INFO." + bus.HistoryStream,
+		api + "STREAM.INFO." + bus.StateStream,
+		api + "DIRECT.GET." + bus.HistoryStream + "." + bus.GapSubject,
+	}
+	for _, g := range c.grants {
+		d := bus.DurableName(g.Component, g.Group, g.Resource, "", instance)
+		live := bus.ResourceFilter(g.Group, g.Resource, "")
+		s = append(s,
+			// The server rejects a create whose config's filter differs
+			// from the one in the subject.
+			api+"CONSUMER.CREATE."+bus.HistoryStream+"."+d+"."+live,
+			api+"CONSUMER.CREATE."+bus.StateStream+"."+d+"."+bus.StateFilter(g.Group, g.Resource, ""),
+			// The last message of the resource: the subject carries what
+			// is read.
+			api+"DIRECT.GET."+bus.HistoryStream+"."+live,
+			"$JS.ACK."+bus.HistoryStream+"."+d+".>",
+		)
+		for _, st := range []string{bus.HistoryStream, bus.StateStream} {
+			for _, op := range []string{"INFO", "DELETE", "MSG.NEXT"} {
+				s = append(s, api+"CONSUMER."+op+"."+st+"."+d)
+			}
 		}
 	}
 	return s

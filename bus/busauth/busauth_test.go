@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/kubebus/kubebus/bus"
 )
 
 // allowed reports whether an allow-list lets subject through, as the
@@ -26,6 +28,8 @@ var (
 	proxy     = Identity{User: ProxyUser}
 	informers = Identity{User: InformersUser}
 	kubeDNS   = Identity{User: KubeDNSUser}
+	proxyN1   = Identity{User: ProxyUser, Conn: "kube-proxy-n1"}
+	schedDots = Identity{User: SchedulerUser, Conn: "kube-scheduler-s1.example.com"}
 	admin     = Identity{User: "kubebus-admin", Groups: []string{MastersGroup}}
 	nodeA     = Identity{User: "system:node:a", Groups: []string{NodesGroup}}
 	nodeDots  = Identity{User: "system:node:n1.example.com", Groups: []string{NodesGroup}}
@@ -39,10 +43,12 @@ func TestRoleOf(t *testing.T) {
 	}{
 		{publisher, RolePublisher, ""},
 		{kcm, RoleReader, ""},
-		{sched, RoleReader, ""},
-		{proxy, RoleReader, ""},
+		{sched, RoleComponent, ""},
+		{proxy, RoleComponent, ""},
 		{informers, RoleReader, ""},
-		{kubeDNS, RoleReader, ""},
+		{kubeDNS, RoleComponent, ""},
+		// A component in system:masters (the admin's group) reads it all.
+		{Identity{User: ProxyUser, Groups: []string{MastersGroup}}, RoleReader, ""},
 		{Identity{User: "system:kube-dns-evil"}, RoleNone, ""},
 		{admin, RoleReader, ""},
 		{nodeA, RoleNode, "a"},
@@ -109,10 +115,44 @@ func TestPublish(t *testing.T) {
 		{"kcm direct get", kcm, "$JS.API.DIRECT.GET.KUBE_HISTORY", true},
 		{"kcm direct get last", kcm, "$JS.API.DIRECT.GET.KUBE_HISTORY.kbus.gap", true},
 		{"kcm ack", kcm, "$JS.ACK.KUBE_HISTORY.kcm-core-pods.1.2.3.4.5.6", true},
-		{"sched next", sched, "$JS.API.CONSUMER.MSG.NEXT.KUBE_HISTORY.x", true},
 		{"proxy info", proxy, "$JS.API.STREAM.INFO.KUBE_HISTORY", true},
-		{"kube-dns durable create", kubeDNS, "$JS.API.CONSUMER.DURABLE.CREATE.KUBE_HISTORY.kube-dns_services", true},
 		{"kube-dns next", kubeDNS, "$JS.API.CONSUMER.MSG.NEXT.KUBE_HISTORY.kube-dns_services", true},
+
+		// A component: the consumers of its informers, for the instance its
+		// connection names, filtered to its resources.
+		{"proxy services create", proxyN1, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY.kube-proxy_services_n1.kube.core.services.>", true},
+		{"proxy slices create", proxyN1, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY.kube-proxy_endpointslices-discovery-k8s-io_n1.kube.discovery%2Ek8s%2Eio.endpointslices.>", true},
+		{"proxy routes create", proxyN1, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY.kube-proxy-routes_nodes_n1.kube.core.nodes.>", true},
+		{"proxy state create", proxyN1, "$JS.API.CONSUMER.CREATE.KUBE_STATE.kube-proxy_services_n1.kstate.core.services.>", true},
+		{"proxy next", proxyN1, "$JS.API.CONSUMER.MSG.NEXT.KUBE_HISTORY.kube-proxy_services_n1", true},
+		{"proxy state next", proxyN1, "$JS.API.CONSUMER.MSG.NEXT.KUBE_STATE.kube-proxy_services_n1", true},
+		{"proxy consumer info", proxyN1, "$JS.API.CONSUMER.INFO.KUBE_HISTORY.kube-proxy_services_n1", true},
+		{"proxy consumer delete", proxyN1, "$JS.API.CONSUMER.DELETE.KUBE_STATE.kube-proxy_services_n1", true},
+		{"proxy ack", proxyN1, "$JS.ACK.KUBE_HISTORY.kube-proxy_services_n1.1.2.3.4.5.6", true},
+		{"proxy last of services", proxyN1, "$JS.API.DIRECT.GET.KUBE_HISTORY.kube.core.services.>", true},
+		{"proxy last gap", proxyN1, "$JS.API.DIRECT.GET.KUBE_HISTORY.kbus.gap", true},
+		{"proxy state info", proxyN1, "$JS.API.STREAM.INFO.KUBE_STATE", true},
+		{"scheduler hashed name", schedDots, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY." + bus.DurableName("kube-scheduler", "", "pods", "", "s1.example.com") + ".kube.core.pods.>", true},
+		{"scheduler storage classes", schedDots, "$JS.API.CONSUMER.CREATE.KUBE_STATE." + bus.DurableName("kube-scheduler", "storage.k8s.io", "storageclasses", "", "s1.example.com") + ".kstate.storage%2Ek8s%2Eio.storageclasses.>", true},
+		// Not another resource, another instance, another component, an
+		// unfiltered consumer or a message by its sequence.
+		{"proxy secrets", proxyN1, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY.kube-proxy_services_n1.kube.core.secrets.>", false},
+		{"proxy whole history", proxyN1, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY.kube-proxy_services_n1.kube.>", false},
+		{"proxy no filter", proxyN1, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY.kube-proxy_services_n1", false},
+		{"proxy durable create", proxyN1, "$JS.API.CONSUMER.DURABLE.CREATE.KUBE_HISTORY.kube-proxy_services_n1", false},
+		{"proxy other instance", proxyN1, "$JS.API.CONSUMER.MSG.NEXT.KUBE_HISTORY.kube-proxy_services_n2", false},
+		{"proxy kcm consumer", proxyN1, "$JS.API.CONSUMER.MSG.NEXT.KUBE_HISTORY.kube-controller-manager_secrets", false},
+		{"proxy kcm ack", proxyN1, "$JS.ACK.KUBE_HISTORY.kube-controller-manager_secrets.1.2.3.4.5.6", false},
+		{"proxy routes of pods", proxyN1, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY.kube-proxy-routes_nodes_n1.kube.core.pods.>", false},
+		{"proxy msg get", proxyN1, "$JS.API.STREAM.MSG.GET.KUBE_HISTORY", false},
+		{"proxy direct get by sequence", proxyN1, "$JS.API.DIRECT.GET.KUBE_HISTORY", false},
+		{"proxy last secret", proxyN1, "$JS.API.DIRECT.GET.KUBE_HISTORY.kube.core.secrets.default.s", false},
+		{"proxy node pods", proxyN1, "$JS.API.STREAM.INFO.KUBE_NODEPODS", false},
+		{"proxy list", proxyN1, "$JS.API.CONSUMER.LIST.KUBE_HISTORY", false},
+		{"kube-dns durable create", kubeDNS, "$JS.API.CONSUMER.DURABLE.CREATE.KUBE_HISTORY.kube-dns_services", false},
+		{"kube-dns pods", kubeDNS, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY.kube-dns_pods.kube.core.pods.>", false},
+		{"sched secrets", schedDots, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY." + bus.DurableName("kube-scheduler", "", "secrets", "", "s1.example.com") + ".kube.core.secrets.>", false},
+		{"sched any next", sched, "$JS.API.CONSUMER.MSG.NEXT.KUBE_HISTORY.x", false},
 		{"kube-dns publish", kubeDNS, "kube.core.services.default.s", false},
 		{"kube-dns stream delete", kubeDNS, "$JS.API.STREAM.DELETE.KUBE_HISTORY", false},
 		{"informers create", informers, "$JS.API.CONSUMER.CREATE.KUBE_HISTORY.kubebus-server-core-pods-h", true},

@@ -1,8 +1,6 @@
 package informer
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,6 +45,15 @@ type Config[T runtime.Object] struct {
 	// "pods"), from KUBE_STATE's kstatenode.<node>.> and KUBE_NODEPODS's
 	// knode.<node>.>.
 	Node string
+	// Narrow makes the informer read only through bus calls whose
+	// subjects name its resource, as a bus identity narrowed to some
+	// resources must (bus/busauth: kube-proxy, the cluster DNS, the
+	// scheduler): the live consumer is filtered to the resource alone,
+	// so it learns of the publisher's gaps from the periodic check, as a
+	// node informer does, and the newest message at start is read as the
+	// resource's last message, not by its sequence. A node informer is
+	// always narrow.
+	Narrow bool
 	// Instance is appended to the durable name. Set it when several
 	// processes of one component run with the same selection at once (HA
 	// replicas): two informers sharing a durable would steal each other's
@@ -98,24 +105,8 @@ func (c *Config[T]) validate() error {
 	return nil
 }
 
-// maxDurableLen is NATS's limit on the length of a consumer name.
-const maxDurableLen = 255
-
-// durableName is the durable consumer's name. It says whose consumer it is
-// and what it reads:
-//
-//	<component>_<resource>[-<group>][_ns-<namespace>][_<instance>]
-//
-// with the group's dots written as dashes, e.g. "kube-scheduler_pods_vm-1",
-// "kube-controller-manager_leases-coordination-k8s-io_ns-kube-node-lease".
-// NATS names may not hold '.', '*', '>', whitespace or path separators, so
-// every character other than a letter, a digit or '-' is written as '-'.
-// Where that loses something (a group or a resource with a dash, a dot in
-// a namespace or an instance, an instance that starts with "ns-", a name
-// over maxDurableLen), the name would no longer read back as this
-// informer's selection: it then ends in '~' and ten hex digits of a hash
-// of the exact fields, so two informers never share a name ('~' appears in
-// no name without the hash).
+// durableName is the durable consumer's name: bus.DurableName of the
+// informer's selection.
 //
 // A node informer (Node set) keeps the name bus/busauth.NodeConsumer
 // expects, the one older kubebus gave every informer
@@ -125,70 +116,7 @@ func (c *Config[T]) durableName() string {
 	if c.Node != "" {
 		return c.legacyDurableName()
 	}
-	f := durableFields{Component: c.Component, Group: c.Group, Resource: c.Resource, Namespace: c.Namespace, Instance: c.Instance}
-	name := f.readable()
-	if back, ok := parseDurable(name); ok && back == f && len(name) <= maxDurableLen {
-		return name
-	}
-	sum := sha256.Sum256([]byte(strings.Join([]string{f.Component, f.Group, f.Resource, f.Namespace, f.Instance}, "\x00")))
-	suffix := "~" + hex.EncodeToString(sum[:])[:10]
-	return name[:min(len(name), maxDurableLen-len(suffix))] + suffix
-}
-
-// durableFields are what a durable name says.
-type durableFields struct {
-	Component, Group, Resource, Namespace, Instance string
-}
-
-// readable writes the fields as a name, possibly losing something.
-func (f durableFields) readable() string {
-	rg := nameToken(f.Resource)
-	if f.Group != "" {
-		rg += "-" + nameToken(f.Group)
-	}
-	parts := []string{nameToken(f.Component), rg}
-	if f.Namespace != "" {
-		parts = append(parts, "ns-"+nameToken(f.Namespace))
-	}
-	if f.Instance != "" {
-		parts = append(parts, nameToken(f.Instance))
-	}
-	return strings.Join(parts, "_")
-}
-
-// parseDurable reads a name without a hash back into its fields.
-func parseDurable(name string) (durableFields, bool) {
-	parts := strings.Split(name, "_")
-	if len(parts) < 2 || len(parts) > 4 {
-		return durableFields{}, false
-	}
-	f := durableFields{Component: parts[0]}
-	var group string
-	f.Resource, group, _ = strings.Cut(parts[1], "-")
-	f.Group = strings.ReplaceAll(group, "-", ".")
-	rest := parts[2:]
-	if len(rest) > 0 && strings.HasPrefix(rest[0], "ns-") {
-		f.Namespace, rest = strings.TrimPrefix(rest[0], "ns-"), rest[1:]
-	}
-	switch len(rest) {
-	case 0:
-	case 1:
-		f.Instance = rest[0]
-	default:
-		return durableFields{}, false
-	}
-	return f, true
-}
-
-// nameToken writes every character of s that is not a letter, a digit or
-// '-' as '-'.
-func nameToken(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
-			return r
-		}
-		return '-'
-	}, s)
+	return bus.DurableName(c.Component, c.Group, c.Resource, c.Namespace, c.Instance)
 }
 
 // legacyDurableName is the name older kubebus gave the durable consumer:
@@ -206,6 +134,10 @@ func (c *Config[T]) legacyDurableName() string {
 	}
 	return strings.Join(parts, "-")
 }
+
+// narrow reports whether the informer reads only what names its own
+// selection (Narrow, or a node informer).
+func (c *Config[T]) narrow() bool { return c.Narrow || c.Node != "" }
 
 // liveStream is the stream the durable consumer reads.
 func (c *Config[T]) liveStream() string {
@@ -236,7 +168,7 @@ func (c *Config[T]) gapSubject() string {
 
 // liveFilters are the live consumer's filter subjects.
 func (c *Config[T]) liveFilters() []string {
-	if c.Node != "" {
+	if c.narrow() {
 		return []string{c.liveFilter()}
 	}
 	return []string{c.liveFilter(), bus.GapSubject}

@@ -108,10 +108,11 @@ func TestConfigSubjects(t *testing.T) {
 	}
 }
 
-// validConsumerName: what NATS accepts as a consumer name.
+// validConsumerName: what NATS accepts as a consumer name (at most 255
+// bytes).
 func validConsumerName(t *testing.T, name string) {
 	t.Helper()
-	if name == "" || len(name) > maxDurableLen || strings.ContainsAny(name, ">*. /\\\t\r\n") {
+	if name == "" || len(name) > 255 || strings.ContainsAny(name, ">*. /\\\t\r\n") {
 		t.Errorf("durable name %q is not a valid consumer name", name)
 	}
 }
@@ -151,8 +152,8 @@ func TestDurableNames(t *testing.T) {
 		{c: cfg{Component: "c_r", Resource: "a-b"}, want: "c-r_a-b", hash: true},
 		{c: cfg{Component: "c", Resource: "r", Instance: "ünï"}, want: "c_r_-n-", hash: true},
 		{c: cfg{Component: "c", Resource: "r", Instance: "a~b"}, want: "c_r_a-b", hash: true},
-		{c: cfg{Component: "c", Resource: "r", Instance: long}, want: "c_r_" + long[:maxDurableLen-15], hash: true},
-		{c: cfg{Component: "c", Resource: "r", Instance: long + "y"}, want: "c_r_" + long[:maxDurableLen-15], hash: true},
+		{c: cfg{Component: "c", Resource: "r", Instance: long}, want: "c_r_" + long[:255-15], hash: true},
+		{c: cfg{Component: "c", Resource: "r", Instance: long + "y"}, want: "c_r_" + long[:255-15], hash: true},
 	}
 	seen := map[string]cfg{}
 	for _, tc := range tests {

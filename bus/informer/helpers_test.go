@@ -46,6 +46,7 @@ type testNATS struct {
 	srv   *natsserver.Server
 	tls   *tls.Config
 	creds bus.Credentials
+	ca    *natstest.CA
 }
 
 func startNATS(t testing.TB) *testNATS {
@@ -53,7 +54,7 @@ func startNATS(t testing.TB) *testNATS {
 	n := &testNATS{t: t, dir: t.TempDir(), port: -1}
 	// The publisher's role may do everything the tests do.
 	ca := natstest.NewCA(t)
-	n.tls, n.creds = ca.TLS, ca.Creds(t, busauth.PublisherUser)
+	n.tls, n.creds, n.ca = ca.TLS, ca.Creds(t, busauth.PublisherUser), ca
 	n.start()
 	u, err := url.Parse(n.srv.URL())
 	if err != nil {

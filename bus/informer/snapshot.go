@@ -247,9 +247,9 @@ func (i *Informer[T]) applyLast(ctx context.Context, h0 uint64) error {
 	}
 	var msg *jetstream.RawStreamMsg
 	var err error
-	if i.cfg.Node != "" {
-		// A node may read only its own subjects: the last message of its
-		// chain is h0's message when h0 is ours.
+	if i.cfg.narrow() {
+		// A node, or a narrowed reader, may read only its own subjects:
+		// the last message of its chain is h0's message when h0 is ours.
 		msg, err = i.live.GetLastMsgForSubject(ctx, i.cfg.liveFilter())
 	} else {
 		msg, err = i.live.GetMsg(ctx, h0)

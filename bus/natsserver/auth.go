@@ -36,6 +36,7 @@ func (a certAuth) Check(c server.ClientAuthentication) bool {
 		a.log.Info("nats connection refused: no verified client certificate", "remote", c.RemoteAddress())
 		return false
 	}
+	id.Conn = c.GetOpts().Name
 	perms, err := busauth.Permissions(id)
 	if err != nil {
 		a.log.Info("nats connection refused", "remote", c.RemoteAddress(), "err", err)

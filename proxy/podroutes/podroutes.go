@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger = slog.Default()
 	}
 	nodes, err := informer.New(informer.Config[*corev1.Node]{
-		JetStream: cfg.JetStream, Component: "kube-proxy-routes", Instance: cfg.Node, Resource: "nodes",
+		JetStream: cfg.JetStream, Component: "kube-proxy-routes", Instance: cfg.Node, Resource: "nodes", Narrow: true,
 		New: func() *corev1.Node { return &corev1.Node{} }, Logger: cfg.Logger,
 	})
 	if err != nil {

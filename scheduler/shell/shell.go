@@ -140,7 +140,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating the leader election client: %w", err)
 	}
-	nc, js, err := bus.Connect(o.NATSURL, Component, o.NATS)
+	nc, js, err := bus.Connect(o.NATSURL, Component+"-"+o.Instance, o.NATS)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func newInformer[T runtime.Object](js jetstream.JetStream, o Options, resource s
 func newGroupInformer[T runtime.Object](js jetstream.JetStream, o Options, group, resource string, newObj func() T) (*informer.Informer[T], error) {
 	i, err := informer.New(informer.Config[T]{
 		JetStream: js, Component: Component, Instance: o.Instance,
-		Group: group, Resource: resource, New: newObj, Logger: o.Logger,
+		Group: group, Resource: resource, New: newObj, Logger: o.Logger, Narrow: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s informer: %w", resource, err)

@@ -45,10 +45,12 @@ clientConnection:
 	return path
 }
 
-// startScheduler runs `kubebus scheduler` against the server.
+// startScheduler runs `kubebus scheduler` against the server as
+// system:kube-scheduler, with that identity's rights on the API and the
+// bus.
 func startScheduler(t *testing.T, s *harness.Server, instance, configFile string) *harness.Process {
 	t.Helper()
-	return harness.StartProcess(t, "scheduler", "--kubeconfig", s.Kubeconfig, "--nats-url", s.BusURL(t),
+	return harness.StartProcess(t, "scheduler", "--kubeconfig", harness.UserKubeconfig(t, s, "system:kube-scheduler"), "--nats-url", s.BusURL(t),
 		"--config", configFile, "--instance", instance)
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -95,10 +96,22 @@ func (p *Process) Logs() string { return p.logs.String() }
 // CA, and returns its path.
 func NodeKubeconfig(t testing.TB, s *Server, name string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "kubeconfig-"+name)
-	cmd := exec.Command(Binary(t), "certs", "kubeconfig", "--pki-dir", filepath.Join(s.Dir, "pki"),
-		"--user", "system:node:"+name, "--group", "system:nodes", "--server", s.URL, "--out", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
+	return UserKubeconfig(t, s, "system:node:"+name, "system:nodes")
+}
+
+// UserKubeconfig writes a kubeconfig for the server that authenticates as
+// user in groups (a component's identity, e.g. system:kube-scheduler),
+// with a client certificate `kubebus certs kubeconfig` issues from the
+// server's CA, and returns its path. The certificate is the component's
+// bus identity too.
+func UserKubeconfig(t testing.TB, s *Server, user string, groups ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "kubeconfig-"+strings.ReplaceAll(user, ":", "-"))
+	args := []string{"certs", "kubeconfig", "--pki-dir", filepath.Join(s.Dir, "pki"), "--user", user, "--server", s.URL, "--out", out}
+	for _, g := range groups {
+		args = append(args, "--group", g)
+	}
+	if b, err := exec.Command(Binary(t), args...).CombinedOutput(); err != nil {
 		t.Fatalf("kubebus certs kubeconfig: %v\n%s", err, b)
 	}
 	return out
