@@ -29,6 +29,7 @@ import (
 //     metadata.name field selector), create, update and patch of Nodes and
 //     of their status (NodeRestriction keeps those to its own);
 //   - its own Lease in kube-node-lease and its own CSINode;
+//   - no VolumeAttachment (upstream allows those attached to the node);
 //   - anything else the system:node rules (rbac.NodeRules) allow.
 //
 // Any other request of a node gets NoOpinion, with upstream's reason where
@@ -88,8 +89,15 @@ func (a *Authorizer) Authorize(_ context.Context, attrs auth.Attributes) (auth.D
 				return authorizeLease(node, attrs)
 			}
 		case storageGroup:
-			if attrs.Resource == "csinodes" {
+			switch attrs.Resource {
+			case "csinodes":
 				return authorizeCSINode(node, attrs)
+			case "volumeattachments":
+				// Upstream allows the attachments to the node through its
+				// graph; this graph has no such edge (kubebus serves no
+				// VolumeAttachments), so the node rules' get is no
+				// licence to read every attachment.
+				return auth.NoOpinion, noRelationship(node), nil
 			}
 		}
 	}

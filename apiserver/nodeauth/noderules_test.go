@@ -107,6 +107,9 @@ func TestNodeAccess(t *testing.T) {
 		{"watches leases", res(n1, "watch", coordination, "leases", "", "kube-node-lease", ""), false},
 		{"gets a lease elsewhere", res(n1, "get", coordination, "leases", "", "kube-system", "n1"), false},
 		{"gets another node's CSINode", res(n1, "get", storage, "csinodes", "", "", "n2"), false},
+		// The graph has no VolumeAttachment → node edge (kubebus serves
+		// none): no node gets one, though the node rules name them.
+		{"gets a volume attachment", res(n1, "get", storage, "volumeattachments", "", "", "csi-0123"), false},
 		{"gets another node's secret", res(n1, "get", core, "secrets", "", "ns", "other"), false},
 		{"lists endpoint slices", res(n1, "list", "discovery.k8s.io", "endpointslices", "", "", ""), false},
 		{"updates a pod spec", res(n1, "update", core, "pods", "", "ns", "web"), false},
