@@ -15,7 +15,10 @@ import (
 // goes on. Run calls it once the cache is loaded, when the bus answers.
 func (i *Informer[T]) removeLegacyDurable(ctx context.Context) {
 	old := i.cfg.legacyDurableName()
-	if old == i.durable {
+	if old == i.durable || i.cfg.Narrow {
+		// A narrowed identity may not touch the old name (the bus would
+		// log a permission violation); NATS drops the consumer after an
+		// hour without a reader.
 		return
 	}
 	ctx, cancel := apiCtx(ctx)
