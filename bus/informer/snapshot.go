@@ -217,25 +217,41 @@ func (i *Informer[T]) start(ctx context.Context) error {
 		i.update(func() []change[T] { return i.store.reconcile(snap) })
 		i.bumpRev(snap.maxRev)
 		i.log.Debug("informer loaded the state", "objects", i.store.len(), "revision", snap.maxRev, "historySeq", h0, "took", time.Since(t0))
-		actx, cancel = apiCtx(ctx)
-		defer cancel()
-		if err := i.applyLast(actx, h0); err != nil {
-			return err
-		}
-		i.applied, i.baseline, i.recreate = h0, h0, true
-		if err := i.open(actx); err != nil {
-			return err
-		}
-		if i.cons.CachedInfo().NumPending == 0 {
-			i.markSynced()
-			return nil
-		}
-		if info, err = live.Info(actx); err != nil {
-			return fmt.Errorf("reading %s: %w", i.cfg.liveStream(), err)
-		}
-		i.syncTarget = info.State.LastSeq
-		return nil
+		return i.followFrom(ctx, h0)
 	})
+}
+
+// followFrom opens the live consumer where a state read that began at the
+// live stream's sequence h0 leaves off. The publisher writes the state of
+// an event just after its history message, so the state may lack h0's
+// event: an informer that may read by sequence applies h0's message when
+// it is ours and follows from h0+1; a narrowed one (which may not, and
+// whose resource's last message may already be a later one) follows from
+// h0 itself, which its filtered consumer delivers when it is ours. Events
+// the state already holds are skipped by revision.
+func (i *Informer[T]) followFrom(ctx context.Context, h0 uint64) error {
+	actx, cancel := apiCtx(ctx)
+	defer cancel()
+	from := h0
+	if i.cfg.narrow() {
+		from = max(h0, 1) - 1
+	} else if err := i.applyLast(actx, h0); err != nil {
+		return err
+	}
+	i.applied, i.baseline, i.recreate = from, from, true
+	if err := i.open(actx); err != nil {
+		return err
+	}
+	if i.cons.CachedInfo().NumPending == 0 {
+		i.markSynced()
+		return nil
+	}
+	info, err := i.live.Info(actx)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", i.cfg.liveStream(), err)
+	}
+	i.syncTarget = info.State.LastSeq
+	return nil
 }
 
 // applyLast applies the live stream's message h0 when it is ours: the
@@ -245,15 +261,7 @@ func (i *Informer[T]) applyLast(ctx context.Context, h0 uint64) error {
 	if h0 == 0 {
 		return nil
 	}
-	var msg *jetstream.RawStreamMsg
-	var err error
-	if i.cfg.narrow() {
-		// A node, or a narrowed reader, may read only its own subjects:
-		// the last message of its chain is h0's message when h0 is ours.
-		msg, err = i.live.GetLastMsgForSubject(ctx, i.cfg.liveFilter())
-	} else {
-		msg, err = i.live.GetMsg(ctx, h0)
-	}
+	msg, err := i.live.GetMsg(ctx, h0)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil
 	}
