@@ -33,19 +33,25 @@ func objectJSON(t *testing.T, ns, name, version string) []byte {
 	return mustJSON(t, map[string]any{"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]string{"v": version}}})
 }
 
+// startBus starts an embedded server with the streams, and an empty fake
+// etcd for the real publisher.
+func startBus(t *testing.T) (context.Context, *testNATS, jetstream.JetStream, *fakeEtcd) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: starts an embedded NATS server")
+	}
+	ctx := testContext(t)
+	n := startNATS(t)
+	return ctx, n, n.connect(ctx), newFakeEtcd()
+}
+
 // Every component whose bus identity is narrowed (kube-proxy, the cluster
 // DNS, the scheduler) runs its informers, narrowed, under that identity:
 // each loads what the bus holds and follows what is written after, and
 // the same connection cannot read another resource, another component's
 // consumer or a message by its sequence.
 func TestNarrowedComponentsRunTheirInformers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: starts an embedded NATS server")
-	}
-	ctx := testContext(t)
-	n := startNATS(t)
-	pub := n.connect(ctx)
-	etcd := newFakeEtcd()
+	ctx, n, pub, etcd := startBus(t)
 	// One object of every granted resource before the informers start, and
 	// a Secret no component here may read.
 	type granted struct {
@@ -192,13 +198,7 @@ func TestNarrowedComponentsRunTheirInformers(t *testing.T) {
 // the resource has moved on since: it cannot read h0 by sequence, and the
 // resource's last message is then a later one.
 func TestNarrowedInformerGetsTheEventAtItsStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: starts an embedded NATS server")
-	}
-	ctx := testContext(t)
-	n := startNATS(t)
-	pub := n.connect(ctx)
-	etcd := newFakeEtcd()
+	ctx, n, pub, etcd := startBus(t)
 	etcd.put("/registry/core/services/default/a", objectJSON(t, "default", "a", "1"))
 	last := etcd.put("/registry/core/services/default/b", objectJSON(t, "default", "b", "1"))
 	runPublisher(t, ctx, pub, etcd)

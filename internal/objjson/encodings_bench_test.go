@@ -46,7 +46,7 @@ func storedPod(token bool) *corev1.Pod {
 				{Type: "ContainersReady", Status: "True", LastTransitionTime: now},
 				{Type: "Ready", Status: "True", LastTransitionTime: now}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Started: new(true), Image: "registry.k8s.io/pause:3.10",
-				ImageID: "registry.k8s.io/pause@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a",
+				ImageID:     "registry.k8s.io/pause@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a",
 				ContainerID: "hollow://bench-000123-app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
 		},
 	}
