@@ -50,9 +50,9 @@ type Config[T runtime.Object] struct {
 	// resources must (bus/busauth: kube-proxy, the cluster DNS, the
 	// scheduler): the live consumer is filtered to the resource alone,
 	// so it learns of the publisher's gaps from the periodic check, as a
-	// node informer does, and the newest message at start is read as the
-	// resource's last message, not by its sequence. A node informer is
-	// always narrow.
+	// node informer does, and at start the live consumer opens at the
+	// stream's last message rather than reading that message by its
+	// sequence (followFrom). A node informer is always narrow.
 	Narrow bool
 	// Instance is appended to the durable name. Set it when several
 	// processes of one component run with the same selection at once (HA
