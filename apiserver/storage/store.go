@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
 )
 
 // Sentinel errors; callers branch on them with errors.Is.
@@ -22,6 +23,10 @@ var (
 	ErrConflict  = errors.New("storage: revision conflict")
 	ErrCompacted = errors.New("storage: revision compacted")
 	ErrNoParent  = errors.New("storage: parent key not found")
+	// ErrUncertain marks a failed write whose outcome etcd did not report:
+	// it may have been committed. Repeating it is not safe for a create
+	// whose name the server picks.
+	ErrUncertain = errors.New("storage: the write may have been committed")
 )
 
 // KV is one stored value with its revisions.
@@ -278,7 +283,7 @@ func (s *Store) CreateWith(ctx context.Context, key string, value []byte, parent
 		Else(append(checks, side.checks()...)...).
 		Commit()
 	if err != nil {
-		return 0, fmt.Errorf("creating %s: %w", key, wrapErr(err))
+		return 0, fmt.Errorf("creating %s: %w", key, wrapWriteErr(err))
 	}
 	if !resp.Succeeded {
 		switch {
@@ -332,7 +337,7 @@ func (s *Store) casWith(ctx context.Context, verb, key string, rev int64, op cli
 		Else(append([]clientv3.Op{clientv3.OpGet(key)}, side.checks()...)...).
 		Commit()
 	if err != nil {
-		return 0, KV{}, fmt.Errorf("%s %s: %w", verb, key, wrapErr(err))
+		return 0, KV{}, fmt.Errorf("%s %s: %w", verb, key, wrapWriteErr(err))
 	}
 	if !resp.Succeeded {
 		kvs := resp.Responses[0].GetResponseRange().Kvs
@@ -387,3 +392,36 @@ func wrapErr(err error) error {
 	}
 	return err
 }
+
+// wrapWriteErr marks err, the failure of a write transaction, with
+// ErrUncertain unless etcd refused the write before proposing it.
+func wrapWriteErr(err error) error {
+	if refused(err) {
+		return wrapErr(err)
+	}
+	return uncertainError{err}
+}
+
+// refused reports whether err says etcd did not take the write in: a
+// request it could not accept, or no leader to propose it to. A timeout,
+// a lost leader or connection, or a cut stream may come after the commit.
+func refused(err error) bool {
+	if errors.Is(err, rpctypes.ErrNoLeader) {
+		return true
+	}
+	var ee rpctypes.EtcdError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	switch ee.Code() {
+	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated,
+		codes.ResourceExhausted, codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented:
+		return true
+	}
+	return false
+}
+
+type uncertainError struct{ err error }
+
+func (e uncertainError) Error() string   { return e.err.Error() + " (the write may have been committed)" }
+func (e uncertainError) Unwrap() []error { return []error{e.err, ErrUncertain} }
