@@ -2,10 +2,14 @@ package podwrite
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/storage/names"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -27,9 +31,56 @@ type Client struct{ c kubernetes.Interface }
 // NewClient returns a Client writing through c.
 func NewClient(c kubernetes.Interface) Client { return Client{c: c} }
 
-// Create creates pod in its namespace.
+// createAttempts bounds how often Create sends one pod whose answer was
+// lost, and createBackoff is the pause before the second attempt (doubled
+// after each).
+const (
+	createAttempts = 3
+	createBackoff  = 250 * time.Millisecond
+)
+
+// Create creates pod in its namespace. A pod with a generateName and no
+// name is named here, as the API server would name it, so that a create
+// whose answer was lost (the connection cut, a timeout, an internal error:
+// it may have been stored) can be sent again under the same name. A repeat
+// that finds the name taken means the first one was stored: Create then
+// returns the pod as sent, with no error.
 func (p Client) Create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	return p.c.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if pod.Name == "" && pod.GenerateName != "" {
+		named := *pod
+		named.Name = names.SimpleNameGenerator.GenerateName(pod.GenerateName)
+		pod = &named
+	}
+	pods := p.c.CoreV1().Pods(pod.Namespace)
+	wait := createBackoff
+	for attempt := 1; ; attempt++ {
+		out, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			return out, nil
+		case attempt > 1 && apierrors.IsAlreadyExists(err):
+			return pod, nil
+		case attempt == createAttempts || ctx.Err() != nil || !mayBeStored(err):
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// mayBeStored reports whether a failed create may have been stored anyway:
+// no answer from the API server, a timeout, or an internal error (a write
+// to etcd whose outcome is unknown).
+func mayBeStored(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return true
+	}
+	return apierrors.IsInternalError(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }
 
 // Delete deletes a pod if it still has uid (else the API server answers

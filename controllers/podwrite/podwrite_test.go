@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -13,9 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -242,5 +245,102 @@ func TestClient(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("after Delete: %v", err)
+	}
+}
+
+// lossyCreates makes the first create of cs fail with err; when stored is
+// set, that create stores the pod first. It returns the count of creates.
+func lossyCreates(cs *fake.Clientset, err error, stored bool) *int {
+	calls := 0
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		calls++
+		if calls > 1 {
+			return false, nil, nil
+		}
+		if stored {
+			ca := a.(k8stesting.CreateAction)
+			if err := cs.Tracker().Create(corev1.SchemeGroupVersion.WithResource("pods"), ca.GetObject(), ca.GetNamespace()); err != nil {
+				panic(err)
+			}
+		}
+		return true, nil, err
+	})
+	return &calls
+}
+
+func TestClientCreateRepeatsALostAnswerUnderTheSameName(t *testing.T) {
+	t.Parallel()
+	internal := apierrors.NewInternalError(errors.New("etcdserver: request timed out (the write may have been committed)"))
+	for _, tc := range []struct {
+		name   string
+		err    error
+		stored bool
+	}{
+		{"cut, stored", io.ErrUnexpectedEOF, true},
+		{"internal error, stored", internal, true},
+		{"timeout, stored", timeout, true},
+		{"cut, not stored", io.ErrUnexpectedEOF, false},
+		{"internal error, not stored", internal, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			cs := fake.NewClientset()
+			calls := lossyCreates(cs, tc.err, tc.stored)
+			got, err := NewClient(cs).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: "web-"}})
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			if *calls != 2 {
+				t.Errorf("%d creates sent, want 2", *calls)
+			}
+			if !strings.HasPrefix(got.Name, "web-") || len(got.Name) != len("web-")+5 || got.GenerateName != "web-" {
+				t.Errorf("returned pod named %q (generateName %q), want web- and 5 characters", got.Name, got.GenerateName)
+			}
+			list, err := cs.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != 1 || list.Items[0].Name != got.Name {
+				t.Fatalf("stored %d pods (%v), want only %s", len(list.Items), list.Items, got.Name)
+			}
+		})
+	}
+}
+
+func TestClientCreateDoesNotRepeatARefusal(t *testing.T) {
+	t.Parallel()
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota"))
+	cs := fake.NewClientset()
+	calls := lossyCreates(cs, forbidden, false)
+	if _, err := NewClient(cs).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: "web-"}}); !apierrors.IsForbidden(err) {
+		t.Fatalf("Create: %v, want the Forbidden", err)
+	}
+	if *calls != 1 {
+		t.Errorf("%d creates sent, want 1", *calls)
+	}
+}
+
+func TestClientCreateGivesUpAfterItsAttempts(t *testing.T) {
+	t.Parallel()
+	cs := fake.NewClientset()
+	calls := 0
+	cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		calls++
+		return true, nil, io.ErrUnexpectedEOF
+	})
+	if _, err := NewClient(cs).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", GenerateName: "web-"}}); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("Create: %v, want the cut", err)
+	}
+	if calls != createAttempts {
+		t.Errorf("%d creates sent, want %d", calls, createAttempts)
+	}
+}
+
+func TestClientCreateTakesATakenNameAtFirstAsAConflict(t *testing.T) {
+	t.Parallel()
+	cs := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}})
+	if _, err := NewClient(cs).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("Create: %v, want AlreadyExists", err)
 	}
 }
