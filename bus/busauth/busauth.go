@@ -258,9 +258,17 @@ func nodeSubjects(node string) []string {
 		api + "DIRECT.GET." + bus.NodePodsStream + "." + bus.NodeGapSubject,
 		"$JS.ACK." + bus.NodePodsStream + "." + c + ".>",
 	}
-	for _, st := range []string{bus.NodePodsStream, bus.StateStream} {
+	return append(s, ownConsumer(c, bus.NodePodsStream, bus.StateStream)...)
+}
+
+// ownConsumer are the calls on the durable consumer name in each stream
+// that an informer makes once it has created it: its info, the next
+// messages, its deletion.
+func ownConsumer(name string, streams ...string) []string {
+	var s []string
+	for _, st := range streams {
 		for _, op := range []string{"INFO", "DELETE", "MSG.NEXT"} {
-			s = append(s, api+"CONSUMER."+op+"."+st+"."+c)
+			s = append(s, api+"CONSUMER."+op+"."+st+"."+name)
 		}
 	}
 	return s
@@ -293,11 +301,7 @@ func componentSubjects(c component, conn string) []string {
 			api+"DIRECT.GET."+bus.HistoryStream+"."+live,
 			"$JS.ACK."+bus.HistoryStream+"."+d+".>",
 		)
-		for _, st := range []string{bus.HistoryStream, bus.StateStream} {
-			for _, op := range []string{"INFO", "DELETE", "MSG.NEXT"} {
-				s = append(s, api+"CONSUMER."+op+"."+st+"."+d)
-			}
-		}
+		s = append(s, ownConsumer(d, bus.HistoryStream, bus.StateStream)...)
 	}
 	return s
 }
