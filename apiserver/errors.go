@@ -46,6 +46,8 @@ func storageError(err error, gr schema.GroupResource, name string) error {
 		return apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	case errors.Is(err, storage.ErrCompacted):
 		return apierrors.NewResourceExpired("too old resource version")
+	case errors.Is(err, context.Canceled):
+		return statusError(499, metav1.StatusReasonUnknown, "client closed the request")
 	case errors.Is(err, storage.ErrUncertain) && errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError("request did not complete within the allowed duration", 0)
 	case errors.Is(err, storage.ErrUncertain):
@@ -54,8 +56,6 @@ func storageError(err error, gr schema.GroupResource, name string) error {
 		return apierrors.NewInternalError(err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError("request did not complete within the allowed duration", 1)
-	case errors.Is(err, context.Canceled):
-		return statusError(499, metav1.StatusReasonUnknown, "client closed the request")
 	}
 	var se apierrors.APIStatus
 	if errors.As(err, &se) {

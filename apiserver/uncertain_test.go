@@ -69,8 +69,10 @@ func TestUncertainWritesAreNotRepeatedByClients(t *testing.T) {
 // A write etcd refused before proposing it may be sent again.
 func TestRefusedWritesAskForARetry(t *testing.T) {
 	t.Parallel()
-	err := storageError(fmt.Errorf("creating /registry/pods/ns/x: %w", rpctypes.ErrNoLeader), schema.GroupResource{Resource: "pods"}, "x")
-	if !apierrors.IsServiceUnavailable(err) {
-		t.Fatalf("no leader gives %v, want ServiceUnavailable", err)
+	for _, cause := range []error{rpctypes.ErrTooManyRequests, rpctypes.ErrNoLeader} {
+		err := storageError(fmt.Errorf("creating /registry/pods/ns/x: %w", cause), schema.GroupResource{Resource: "pods"}, "x")
+		if !apierrors.IsServiceUnavailable(err) {
+			t.Errorf("%v gives %v, want ServiceUnavailable", cause, err)
+		}
 	}
 }

@@ -403,10 +403,13 @@ func wrapWriteErr(err error) error {
 }
 
 // refused reports whether err says etcd did not take the write in: a
-// request it could not accept, or no leader to propose it to. A timeout,
-// a lost leader or connection, or a cut stream may come after the commit.
+// request it could not accept, too many requests in flight, or no leader
+// (for a request that requires one). A timeout, a lost leader or
+// connection, a dropped proposal or a cut stream may come after the
+// commit, and so may "database space exceeded": etcd applies the write
+// before it checks its quota.
 func refused(err error) bool {
-	if errors.Is(err, rpctypes.ErrNoLeader) {
+	if errors.Is(err, rpctypes.ErrTooManyRequests) || errors.Is(err, rpctypes.ErrNoLeader) {
 		return true
 	}
 	var ee rpctypes.EtcdError
@@ -415,7 +418,7 @@ func refused(err error) bool {
 	}
 	switch ee.Code() {
 	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated,
-		codes.ResourceExhausted, codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented:
+		codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented:
 		return true
 	}
 	return false

@@ -25,7 +25,7 @@ func TestWriteErrorsSayWhetherTheWriteMayHaveLanded(t *testing.T) {
 		{fmt.Errorf("rpc error: %w", rpctypes.ErrTimeout), true},
 		{rpctypes.ErrNoLeader, false},
 		{rpctypes.ErrTooManyRequests, false},
-		{rpctypes.ErrNoSpace, false},
+		{rpctypes.ErrNoSpace, true},
 		{rpctypes.ErrPermissionDenied, false},
 		{rpctypes.ErrRequestTooLarge, false},
 	} {
