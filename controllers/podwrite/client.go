@@ -3,6 +3,7 @@ package podwrite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,9 +32,8 @@ type Client struct{ c kubernetes.Interface }
 // NewClient returns a Client writing through c.
 func NewClient(c kubernetes.Interface) Client { return Client{c: c} }
 
-// createAttempts bounds how often Create sends one pod whose answer was
-// lost, and createBackoff is the pause before the second attempt (doubled
-// after each).
+// createAttempts bounds how often Create sends one pod, and createBackoff
+// is the pause before the second send (doubled after each).
 const (
 	createAttempts = 3
 	createBackoff  = 250 * time.Millisecond
@@ -41,46 +41,75 @@ const (
 
 // Create creates pod in its namespace. A pod with a generateName and no
 // name is named here, as the API server would name it, so that a create
-// whose answer was lost (the connection cut, a timeout, an internal error:
-// it may have been stored) can be sent again under the same name. A repeat
-// that finds the name taken means the first one was stored: Create then
-// returns the pod as sent, with no error.
+// whose answer was lost (the connection cut, an internal error: it may
+// have been stored) can be sent again under the same name; a resend that
+// finds the name taken means the first send was stored, and Create returns
+// the pod as sent, with no error. A create that may have been stored but
+// could not be confirmed either way (the attempts ran out, a resend was
+// refused, or the API server timed out: a resend would wait as long again)
+// fails with a Timeout error, which callers count as a pod that may come.
 func (p Client) Create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	if pod.Name == "" && pod.GenerateName != "" {
-		named := *pod
-		named.Name = names.SimpleNameGenerator.GenerateName(pod.GenerateName)
-		pod = &named
+	generated := pod.Name == "" && pod.GenerateName != ""
+	if generated {
+		pod = withGeneratedName(pod)
 	}
 	pods := p.c.CoreV1().Pods(pod.Namespace)
 	wait := createBackoff
+	lost := false // an earlier send under this name may have been stored
 	for attempt := 1; ; attempt++ {
 		out, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 		switch {
 		case err == nil:
 			return out, nil
-		case attempt > 1 && apierrors.IsAlreadyExists(err):
+		case lost && apierrors.IsAlreadyExists(err):
 			return pod, nil
-		case attempt == createAttempts || ctx.Err() != nil || !mayBeStored(err):
+		case generated && apierrors.IsAlreadyExists(err) && attempt < createAttempts:
+			// Another object has the name: pick another, as the API
+			// server does.
+			pod = withGeneratedName(pod)
+			continue
+		case apierrors.IsTimeout(err):
 			return nil, err
+		case mayBeStored(err):
+			lost = true
+		case lost:
+			return nil, unconfirmed(pod, err)
+		default:
+			return nil, err
+		}
+		if attempt == createAttempts || ctx.Err() != nil {
+			return nil, unconfirmed(pod, err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return nil, unconfirmed(pod, err)
 		case <-time.After(wait):
 		}
 		wait *= 2
 	}
 }
 
+// withGeneratedName returns a copy of pod named from its generateName.
+func withGeneratedName(pod *corev1.Pod) *corev1.Pod {
+	named := *pod
+	named.Name = names.SimpleNameGenerator.GenerateName(pod.GenerateName)
+	return &named
+}
+
 // mayBeStored reports whether a failed create may have been stored anyway:
-// no answer from the API server, a timeout, or an internal error (a write
-// to etcd whose outcome is unknown).
+// no answer from the API server, or an internal error (a write to etcd
+// whose outcome is unknown).
 func mayBeStored(err error) bool {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
 		return true
 	}
-	return apierrors.IsInternalError(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err)
+}
+
+// unconfirmed is the error of a create that may have been stored.
+func unconfirmed(pod *corev1.Pod, last error) error {
+	return apierrors.NewTimeoutError(fmt.Sprintf("creating pod %s/%s: it may have been stored, and no send could confirm it (last answer: %v)", pod.Namespace, pod.Name, last), 0)
 }
 
 // Delete deletes a pod if it still has uid (else the API server answers
