@@ -971,6 +971,27 @@ func (c *chaosRun) killNode(t *testing.T) {
 	started := time.Now()
 	d := c.waitNodeBack(t, "node-1", started)
 	c.failover(t, "node-1 back (Lease renewed, Ready) after its restart", d)
+	logNodeStart(t, c.s, "node-1", started)
+}
+
+// logNodeStart logs the kubelet's lines since its restart that say where
+// its start spent its time (the node agent, the runtime, the pods' sync).
+func logNodeStart(t *testing.T, s *Stack, node string, since time.Time) {
+	t.Helper()
+	out := s.Docker(t, "logs", "--since", since.UTC().Format(time.RFC3339Nano), s.Container(node))
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "component=kubelet") && (strings.Contains(l, "level=INFO") || strings.Contains(l, "level=WARN")) {
+			lines = append(lines, l)
+		}
+		if len(lines) == 20 {
+			break
+		}
+	}
+	booted := s.Docker(t, "exec", s.Container(node), "sh", "-c",
+		"grep 'successfully booted' /var/lib/kubebus/kubelet/containerd/containerd.log | tail -1 || true")
+	t.Logf("%s restarted at %s; its containerd: %s; its kubelet's first lines:\n  %s",
+		node, since.UTC().Format("15:04:05.000"), booted, strings.Join(lines, "\n  "))
 }
 
 func (c *chaosRun) pauseNode(t *testing.T) {
