@@ -21,7 +21,7 @@ import (
 
 	"github.com/kubebus/kubebus/apiserver/resource"
 	"github.com/kubebus/kubebus/apiserver/storage"
-	"github.com/kubebus/kubebus/internal/objjson"
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // maxBodyBytes caps request bodies, as upstream's MaxRequestBodyBytes
@@ -29,10 +29,15 @@ import (
 // is read through readBody.
 const maxBodyBytes = 3 << 20
 
-// Storage encoding: JSON of the versioned object with apiVersion and kind,
-// without resourceVersion (the etcd mod revision is the resourceVersion).
-// JSON is what the bus republishes and what every consumer already decodes,
-// so one format serves etcd, the bus and the wire.
+// Storage encoding: the versioned object with apiVersion and kind, without
+// resourceVersion (the etcd mod revision is the resourceVersion). Pods are
+// stored in Kubernetes' protobuf envelope, as upstream stores them: they
+// are the most written objects, and protobuf is about half the bytes of
+// JSON and several times faster to encode and decode, which etcd, the
+// bus's streams and every informer pay per revision. Every other kind is
+// stored as JSON. The bus republishes the stored bytes as they are; a
+// reader decodes either (internal/storedobj), so values written before a
+// kind changed encoding still read.
 
 // keyFor returns the etcd key of one object.
 func keyFor(res *resource.Resource, ns, name string) string {
@@ -63,7 +68,12 @@ func encodeForStorage(res *resource.Resource, obj runtime.Object) ([]byte, error
 	m.SetResourceVersion("")
 	m.SetSelfLink("")
 	setTypeMeta(res, obj)
-	data, err := json.Marshal(obj)
+	var data []byte
+	if storedAsProtobuf(res) {
+		data, err = storedobj.EncodeProtobuf(obj, res.GVK)
+	} else {
+		data, err = json.Marshal(obj)
+	}
 	m.SetResourceVersion(rv)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", res.GVK.Kind, err)
@@ -71,10 +81,15 @@ func encodeForStorage(res *resource.Resource, obj runtime.Object) ([]byte, error
 	return data, nil
 }
 
+// storedAsProtobuf reports whether res's objects are stored in protobuf.
+func storedAsProtobuf(res *resource.Resource) bool {
+	return res.GVK.Group == "" && res.GVK.Version == "v1" && res.GVK.Kind == "Pod"
+}
+
 // decodeStored turns a stored value into an object with its resourceVersion.
 func decodeStored(res *resource.Resource, kv storage.KV) (runtime.Object, error) {
 	obj := res.New()
-	if err := objjson.Unmarshal(kv.Value, obj); err != nil {
+	if err := storedobj.Decode(kv.Value, obj); err != nil {
 		return nil, fmt.Errorf("decoding stored %s: %w", kv.Key, err)
 	}
 	m, err := meta.Accessor(obj)

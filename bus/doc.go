@@ -45,7 +45,10 @@
 //
 // # Events and ordering
 //
-// Each message carries an Event (JSON) with the object as stored and the
+// Each message carries an Event (JSON) with the object as stored (in
+// "object" when etcd keeps it as JSON, in "objectProto", base64, when it
+// keeps it in Kubernetes' protobuf envelope, as it does pods; Event.Stored
+// is either, and internal/storedobj decodes both) and the
 // revision of its previous state (the state itself is not repeated: it is
 // the object's previous message on KUBE_HISTORY, which `kubebus tap`
 // reads when it shows what changed), and headers that let a consumer

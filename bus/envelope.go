@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -45,9 +46,13 @@ type Event struct {
 	Resource     string `json:"resource,omitempty"`
 	Namespace    string `json:"namespace,omitempty"`
 	Name         string `json:"name,omitempty"`
-	// Object is the object as stored (JSON, without resourceVersion): the new
-	// state, or for DELETED the last state.
+	// Object is the object as stored (without resourceVersion) when it is
+	// stored as JSON: the new state, or for DELETED the last state.
 	Object json.RawMessage `json:"object,omitempty"`
+	// ObjectProto is the object as stored when it is stored in Kubernetes'
+	// protobuf envelope (pods; see internal/storedobj), in place of Object.
+	// Readers that want the stored bytes either way call Stored.
+	ObjectProto []byte `json:"objectProto,omitempty"`
 	// Previous is the state before a MODIFIED change. The publisher does
 	// not send it (it doubled every update's bytes): it is the Object of
 	// the object's message at PreviousRevision on KUBE_HISTORY. Messages
@@ -62,13 +67,34 @@ type Event struct {
 	To   int64 `json:"to,omitempty"`
 }
 
+// Stored returns the object's bytes as stored, JSON or protobuf.
+func (e *Event) Stored() []byte {
+	if len(e.ObjectProto) > 0 {
+		return e.ObjectProto
+	}
+	return e.Object
+}
+
+// SetStored sets the object from its stored bytes, into ObjectProto when
+// they are in the protobuf envelope and into Object otherwise.
+func (e *Event) SetStored(data []byte) {
+	if bytes.HasPrefix(data, protobufMagic) {
+		e.Object, e.ObjectProto = nil, data
+		return
+	}
+	e.Object, e.ObjectProto = data, nil
+}
+
+// protobufMagic starts a value in Kubernetes' protobuf envelope.
+var protobufMagic = []byte("k8s\x00")
+
 // Key returns the event's object key.
 func (e *Event) Key() ObjectKey {
 	return ObjectKey{Group: e.Group, Resource: e.Resource, Namespace: e.Namespace, Name: e.Name}
 }
 
 // Encode is the message body of ev. It fails when Object or Previous is
-// not JSON; the raw values are checked, then copied as they are (the API
+// not JSON or ObjectProto is not in the protobuf envelope; the raw values are checked, then copied as they are (the API
 // server stores compact encoding/json output, which is what encoding/json
 // would make of it again).
 //
@@ -80,6 +106,9 @@ func (e *Event) Key() ObjectKey {
 func Encode(ev *Event) ([]byte, error) {
 	if len(ev.Object) > 0 && !segjson.Valid(ev.Object) {
 		return nil, fmt.Errorf("bus: encoding event: the object of %s at revision %d is not JSON", ev.Name, ev.Revision)
+	}
+	if len(ev.ObjectProto) > 0 && (len(ev.Object) > 0 || !bytes.HasPrefix(ev.ObjectProto, protobufMagic)) {
+		return nil, fmt.Errorf("bus: encoding event: the protobuf object of %s at revision %d is not in the envelope, or comes with a JSON one", ev.Name, ev.Revision)
 	}
 	if len(ev.Previous) > 0 && !segjson.Valid(ev.Previous) {
 		return nil, fmt.Errorf("bus: encoding event: the previous state of %s at revision %d is not JSON", ev.Name, ev.Revision)
@@ -102,7 +131,7 @@ func EncodeLean(ev *Event) ([]byte, error) {
 // in the envelope's own strings stay as they are, which is still JSON
 // (and API names have none).
 func encodeChecked(ev *Event) ([]byte, error) {
-	buf := make([]byte, 0, len(ev.Object)+len(ev.Previous)+256) // the envelope's fields usually fit in 256 bytes
+	buf := make([]byte, 0, len(ev.Object)+len(ev.ObjectProto)*4/3+len(ev.Previous)+256) // the envelope's fields usually fit in 256 bytes
 	data, err := segjson.Append(buf, ev, segjson.SortMapKeys|segjson.TrustRawMessage)
 	if err != nil {
 		return nil, fmt.Errorf("bus: encoding event: %w", err)
@@ -118,7 +147,7 @@ func Decode(data []byte) (*Event, error) {
 	}
 	switch e.Type {
 	case Added, Modified, Deleted:
-		if e.Revision <= 0 || e.Resource == "" || e.Name == "" || len(e.Object) == 0 {
+		if e.Revision <= 0 || e.Resource == "" || e.Name == "" || len(e.Object) == 0 && len(e.ObjectProto) == 0 {
 			return nil, fmt.Errorf("bus: event %s at revision %d is incomplete", e.Type, e.Revision)
 		}
 	case Gap:

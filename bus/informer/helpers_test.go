@@ -27,6 +27,7 @@ import (
 	"github.com/kubebus/kubebus/bus/natsserver"
 	"github.com/kubebus/kubebus/bus/natsserver/natstest"
 	"github.com/kubebus/kubebus/bus/publish"
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // testLogger is quiet unless INFORMER_TEST_LOG is set.
@@ -323,7 +324,7 @@ func (f *fakeEtcd) podsOn(node string) map[string]string {
 	out := map[string]string{}
 	for k, v := range f.kvs {
 		var p corev1.Pod
-		if json.Unmarshal(v.value, &p) == nil && k == podKey(p.Namespace, p.Name) && (node == "*" || p.Spec.NodeName == node) {
+		if storedobj.Decode(v.value, &p) == nil && k == podKey(p.Namespace, p.Name) && (node == "*" || p.Spec.NodeName == node) {
 			out[key(&p)] = strconv.FormatInt(v.rev, 10)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebus/kubebus/bus"
-	"github.com/kubebus/kubebus/internal/objjson"
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // errNotOurs: a well-formed event of other objects (skipped without being
@@ -39,7 +39,7 @@ func (i *Informer[T]) decode(data []byte) (ev *bus.Event, obj T, haveObj bool, e
 		return ev, obj, false, errNotOurs
 	}
 	obj = i.cfg.New()
-	err = objjson.Unmarshal(ev.Object, obj)
+	err = storedobj.Decode(ev.Stored(), obj)
 	if err == nil && meta(obj).GetName() != ev.Name {
 		err = fmt.Errorf("object is named %q", meta(obj).GetName())
 	}

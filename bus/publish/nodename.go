@@ -3,6 +3,8 @@ package publish
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // podNode reads spec.nodeName from a stored pod. It walks the JSON text
@@ -12,6 +14,10 @@ import (
 func podNode(data []byte) string {
 	if len(data) == 0 {
 		return ""
+	}
+	if storedobj.IsProtobuf(data) {
+		name, _ := storedobj.PodNodeName(data)
+		return name
 	}
 	if name, ok := scanNodeName(data); ok {
 		return name

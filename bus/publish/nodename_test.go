@@ -3,6 +3,11 @@ package publish
 import (
 	"encoding/json"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 var nodeNameCases = map[string]string{
@@ -47,4 +52,31 @@ func FuzzPodNode(f *testing.F) {
 			t.Errorf("podNode(%q) = %q, decoding says %q", data, got, want)
 		}
 	})
+}
+
+// A pod stored in protobuf is routed by the node its spec names, with
+// affinity rules and a status that name other nodes around it.
+func TestPodNodeOfProtobufPods(t *testing.T) {
+	t.Parallel()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"spec": "nodeName"}},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c"}},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: "In", Values: []string{"decoy"}}}}}}}}},
+		Status: corev1.PodStatus{NominatedNodeName: "other"}}
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	data, err := storedobj.EncodeProtobuf(p, gvk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := podNode(data); got != "node-1" {
+		t.Errorf("bound pod: podNode = %q, want node-1", got)
+	}
+	p.Spec.NodeName = ""
+	data, _ = storedobj.EncodeProtobuf(p, gvk)
+	if got := podNode(data); got != "" {
+		t.Errorf("unbound pod: podNode = %q, want none", got)
+	}
+	if got := podNode(data[:len(data)/2]); got != "" {
+		t.Errorf("truncated pod: podNode = %q, want none", got)
+	}
 }

@@ -57,12 +57,14 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 		} else {
 			// The old node's last view of the pod. Nothing has checked
 			// this value yet, so it is encoded with the check, and a
-			// value that is not JSON leaves only the pod's name.
+			// value that is neither JSON nor protobuf leaves only the
+			// pod's name.
 			c := *ev
-			c.Type, c.Object = bus.Deleted, ch.Prev
+			c.Type = bus.Deleted
+			c.SetStored(ch.Prev)
 			d, err := bus.Encode(&c)
 			if err != nil {
-				c.Object = skeleton(k)
+				c.Object, c.ObjectProto = skeleton(k), nil
 				d, _ = bus.EncodeLean(&c)
 			}
 			routes = append(routes, route{prev, &c, d})

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // Config configures a Publisher.
@@ -330,27 +331,30 @@ func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 	ev := bus.Event{Revision: ch.Revision, PrevRevision: p.sentRev, Group: k.Group, Resource: k.Resource, Namespace: k.Namespace, Name: k.Name}
 	switch {
 	case ch.Delete:
-		ev.Type, ev.Object, ev.PreviousRevision = bus.Deleted, ch.Prev, ch.PrevRevision
-		if len(ev.Object) == 0 {
+		ev.Type, ev.PreviousRevision = bus.Deleted, ch.PrevRevision
+		ev.SetStored(ch.Prev)
+		if len(ch.Prev) == 0 {
 			// etcd no longer holds the deleted value (compacted): the key is
 			// still enough for consumers to drop the object.
 			ev.Object = skeleton(k)
 		}
 	case ch.Created:
-		ev.Type, ev.Object = bus.Added, ch.Value
+		ev.Type = bus.Added
+		ev.SetStored(ch.Value)
 	default:
 		// The previous state is not sent: readers that want it (tap) find
 		// it in the object's previous message on KUBE_HISTORY, named by
 		// PreviousRevision. Sending it would double every update's bytes
 		// on every stream and every history reader.
-		ev.Type, ev.Object, ev.PreviousRevision = bus.Modified, ch.Value, ch.PrevRevision
+		ev.Type, ev.PreviousRevision = bus.Modified, ch.PrevRevision
+		ev.SetStored(ch.Value)
 	}
-	// Encode checks that the raw value is JSON, so it is not scanned once
-	// more beforehand.
+	// Encode checks that the raw value is JSON (or in the protobuf
+	// envelope), so it is not scanned once more beforehand.
 	data, err := bus.Encode(&ev)
-	if len(ev.Object) == 0 || err != nil && !json.Valid(ev.Object) {
+	if len(ev.Stored()) == 0 || err != nil && !storedobj.Valid(ev.Stored()) {
 		p.m.skipped.Inc()
-		p.log.Warn("not publishing a value that is not JSON", "key", ch.Key, "revision", ch.Revision)
+		p.log.Warn("not publishing a value that is neither JSON nor protobuf", "key", ch.Key, "revision", ch.Revision)
 		return nil, nil
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // reseed handles revisions the bus lost or never received (etcd compacted
@@ -29,10 +30,11 @@ func (p *Publisher) reseed(ctx context.Context, reason string) error {
 	live := map[string]bool{}
 	for _, kv := range kvs {
 		k, ok := objectKey(kv.Key)
-		if !ok || !json.Valid(kv.Value) {
+		if !ok || !storedobj.Valid(kv.Value) {
 			continue
 		}
-		ev := bus.Event{Type: bus.Modified, Revision: kv.Revision, Group: k.Group, Resource: k.Resource, Namespace: k.Namespace, Name: k.Name, Object: kv.Value}
+		ev := bus.Event{Type: bus.Modified, Revision: kv.Revision, Group: k.Group, Resource: k.Resource, Namespace: k.Namespace, Name: k.Name}
+		ev.SetStored(kv.Value)
 		data, _ := bus.Encode(&ev)
 		subj := bus.StateSubject(k)
 		live[subj] = true

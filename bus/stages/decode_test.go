@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/lifecycle"
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // The slim decode of a pod reaches the same stages as the whole pod, at
@@ -51,6 +53,17 @@ func TestDecodeStagePod(t *testing.T) {
 		want := lifecycle.PodReached(pod)
 		if g := lifecycle.PodReached(got); !slices.Equal(g, want) {
 			t.Errorf("step %d: reached %v, want %v", i, g, want)
+		}
+		pb, err := storedobj.EncodeProtobuf(pod, corev1.SchemeGroupVersion.WithKind("Pod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := Event{Key: bus.ObjectKey{Resource: "pods", Namespace: "ns", Name: "p"}}
+		if err := decodeObject(&e, pb); err != nil {
+			t.Fatalf("step %d, protobuf: %v", i, err)
+		}
+		if g := lifecycle.PodReached(e.Pod); !slices.Equal(g, want) {
+			t.Errorf("step %d, protobuf: reached %v, want %v", i, g, want)
 		}
 		if len(want) < last {
 			t.Fatalf("step %d: the test's pod went back", i)

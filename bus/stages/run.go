@@ -2,7 +2,6 @@ package stages
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/lifecycle"
 	"github.com/kubebus/kubebus/internal/objjson"
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // Subjects are the KUBE_HISTORY subjects Run reads: pods, EndpointSlices,
@@ -230,7 +230,7 @@ func (r *reader) handle(msg jetstream.Msg) {
 	}
 	e := Event{Type: ev.Type, Revision: ev.Revision, Key: ev.Key(), Time: md.Timestamp}
 	if r.t.Needs(e.Type, e.Key) {
-		if err := decodeObject(&e, ev.Object); err != nil {
+		if err := decodeObject(&e, ev.Stored()); err != nil {
 			r.log.Warn("skipping an event whose object does not decode", "subject", msg.Subject(), "revision", ev.Revision, "err", err)
 			return
 		}
@@ -238,18 +238,19 @@ func (r *reader) handle(msg jetstream.Msg) {
 	r.m.Record(r.t.Apply(e))
 }
 
-// decodeObject decodes an event's object into the field of its kind.
-func decodeObject(e *Event, data json.RawMessage) error {
+// decodeObject decodes an event's object, as stored, into the field of
+// its kind.
+func decodeObject(e *Event, data []byte) error {
 	var err error
 	switch kindOf(e.Key) {
 	case podKind:
 		e.Pod, err = decodeStagePod(data)
 	case sliceKind:
 		e.Slice = &discoveryv1.EndpointSlice{}
-		err = objjson.Unmarshal(data, e.Slice)
+		err = storedobj.Decode(data, e.Slice)
 	case leaseKind:
 		e.Lease = &coordinationv1.Lease{}
-		err = objjson.Unmarshal(data, e.Lease)
+		err = storedobj.Decode(data, e.Lease)
 	}
 	if err != nil {
 		return fmt.Errorf("decoding %s %s/%s: %w", e.Key.GroupResource(), e.Key.Namespace, e.Key.Name, err)
@@ -271,6 +272,11 @@ type stagePod struct {
 }
 
 func decodeStagePod(data []byte) (*corev1.Pod, error) {
+	if storedobj.IsProtobuf(data) {
+		// Protobuf has no partial decoding: the whole pod it is.
+		pod := &corev1.Pod{}
+		return pod, storedobj.Decode(data, pod)
+	}
 	var sp stagePod
 	if err := objjson.Unmarshal(data, &sp); err != nil {
 		return nil, err

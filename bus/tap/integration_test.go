@@ -14,11 +14,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebus/kubebus/bus"
 	"github.com/kubebus/kubebus/bus/busauth"
 	"github.com/kubebus/kubebus/bus/natsserver/natstest"
 	"github.com/kubebus/kubebus/cmd/kubebus/app"
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // busFixture is an embedded NATS with the kubebus streams, served with
@@ -383,31 +386,7 @@ func TestIntegrationTapFindsPreviousState(t *testing.T) {
 	} {
 		b.publish(t, ev)
 	}
-	changes := func(t *testing.T, out string) map[int64]string {
-		t.Helper()
-		got := map[int64]string{}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			var rec struct {
-				Revision int64 `json:"revision"`
-				Changes  []struct {
-					Path string          `json:"path"`
-					Old  json.RawMessage `json:"old"`
-					New  json.RawMessage `json:"new"`
-				} `json:"changes"`
-			}
-			if err := json.Unmarshal([]byte(line), &rec); err != nil {
-				t.Fatalf("%v: %s", err, line)
-			}
-			var c []string
-			for _, ch := range rec.Changes {
-				if ch.Path != "metadata.managedFields" {
-					c = append(c, fmt.Sprintf("%s %s->%s", ch.Path, ch.Old, ch.New))
-				}
-			}
-			got[rec.Revision] = strings.Join(c, ", ")
-		}
-		return got
-	}
+	changes := changesByRevision
 	want := map[int64]string{
 		2: "", 3: "",
 		4: "spec.replicas 3->5",
@@ -664,4 +643,76 @@ func TestIntegrationTapCannotPublish(t *testing.T) {
 	if info.State.LastSeq != b.lastSeq || info.State.Msgs != b.lastSeq {
 		t.Fatalf("%s changed: last sequence %d and %d messages, want %d and %d", bus.HistoryStream, info.State.LastSeq, info.State.Msgs, b.lastSeq, b.lastSeq)
 	}
+}
+
+// Pods stored in protobuf are shown as JSON: their changes are computed
+// from the previous state, whether the tap read that state itself or
+// fetched it from the stream, and label selection reads their labels.
+func TestIntegrationTapShowsProtobufPods(t *testing.T) {
+	b := startBus(t)
+	pod := func(node, tier string) []byte {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "default", Labels: map[string]string{"app": "db", "tier": tier}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		data, err := storedobj.EncodeProtobuf(p, corev1.SchemeGroupVersion.WithKind("Pod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	for _, ev := range []bus.Event{
+		{Type: bus.Added, Revision: 2, Resource: "pods", Namespace: "default", Name: "db-1", ObjectProto: pod("", "back")},
+		{Type: bus.Modified, Revision: 3, Resource: "pods", Namespace: "default", Name: "db-1", ObjectProto: pod("node-1", "back"), PreviousRevision: 2},
+		{Type: bus.Modified, Revision: 4, Resource: "pods", Namespace: "default", Name: "db-1", ObjectProto: pod("node-1", "front"), PreviousRevision: 3},
+	} {
+		b.publish(t, ev)
+	}
+	want := map[int64]string{2: "", 3: `spec.nodeName ->"node-1"`, 4: `metadata.labels.tier "back"->"front"`}
+	for _, c := range []struct {
+		args []string
+		revs []int64
+	}{
+		{[]string{"--since=1"}, []int64{2, 3, 4}},
+		{[]string{"--since=3"}, []int64{3, 4}},
+		{[]string{"--since=1", "-l", "tier=back"}, []int64{2, 3, 4}},
+		{[]string{"--since=1", "-l", "tier=front"}, []int64{4}},
+	} {
+		got := changesByRevision(t, b.tap(t, append([]string{"--follow=false", "-o", "json"}, c.args...)...))
+		if len(got) != len(c.revs) {
+			t.Errorf("tap %v: records %v, want revisions %v", c.args, got, c.revs)
+			continue
+		}
+		for _, r := range c.revs {
+			if got[r] != want[r] {
+				t.Errorf("tap %v: revision %d changes %q, want %q", c.args, r, got[r], want[r])
+			}
+		}
+	}
+}
+
+// changesByRevision reads tap -o json output into each record's changes
+// ("path old->new", joined), by revision, leaving out managedFields.
+func changesByRevision(t *testing.T, out string) map[int64]string {
+	t.Helper()
+	got := map[int64]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec struct {
+			Revision int64 `json:"revision"`
+			Changes  []struct {
+				Path string          `json:"path"`
+				Old  json.RawMessage `json:"old"`
+				New  json.RawMessage `json:"new"`
+			} `json:"changes"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		var c []string
+		for _, ch := range rec.Changes {
+			if ch.Path != "metadata.managedFields" {
+				c = append(c, fmt.Sprintf("%s %s->%s", ch.Path, ch.Old, ch.New))
+			}
+		}
+		got[rec.Revision] = strings.Join(c, ", ")
+	}
+	return got
 }

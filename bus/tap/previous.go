@@ -166,7 +166,7 @@ func directLastBefore(nc *nats.Conn, stream string) lastBeforeFunc {
 		if found == nil {
 			return nil, 0, nil
 		}
-		ev, err := bus.Decode(found.Data)
+		ev, err := decodeEvent(found.Data)
 		if err != nil {
 			return nil, 0, err
 		}

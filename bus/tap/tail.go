@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // Run connects to NATS with creds and prints the events cfg selects to w:
@@ -98,7 +99,7 @@ func Tail(ctx context.Context, js jetstream.JetStream, cfg Config, emit func(Rec
 		if !cfg.Follow && md.Sequence.Stream > last {
 			return nil
 		}
-		ev, err := bus.Decode(msg.Data())
+		ev, err := decodeEvent(msg.Data())
 		if err != nil {
 			cfg.Logger.Warn("skipping a message that is not an event", "subject", msg.Subject(), "seq", md.Sequence.Stream, "err", err)
 		} else {
@@ -178,4 +179,20 @@ func streamProbe(st jetstream.Stream) Probe {
 		}
 		return m.Sequence, bus.HeaderInt(m.Header, bus.HeaderRevision), nil
 	}
+}
+
+// decodeEvent parses a bus message body and turns an object stored in
+// protobuf into JSON: the tap and what is built on it (kubebus why) read
+// and show objects as JSON, whatever encoding etcd keeps them in.
+func decodeEvent(data []byte) (*bus.Event, error) {
+	ev, err := bus.Decode(data)
+	if err != nil || len(ev.ObjectProto) == 0 {
+		return ev, err
+	}
+	obj, err := storedobj.ToJSON(ev.ObjectProto)
+	if err != nil {
+		return nil, fmt.Errorf("tap: the object of %s %s/%s at revision %d: %w", ev.Resource, ev.Namespace, ev.Name, ev.Revision, err)
+	}
+	ev.Object, ev.ObjectProto = obj, nil
+	return ev, nil
 }

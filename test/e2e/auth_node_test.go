@@ -304,6 +304,22 @@ func waitDefaultSA(t testing.TB, cs kubernetes.Interface, ns string) {
 
 var etcdEndpointLine = regexp.MustCompile(`embedded etcd ready"? endpoint=(\S+)`)
 
+// serverEtcd is a client of the server's embedded etcd, as the API server
+// connects to it, closed when the test ends.
+func serverEtcd(t *testing.T, s *harness.Server) *clientv3.Client {
+	t.Helper()
+	m := etcdEndpointLine.FindStringSubmatch(s.Logs())
+	if m == nil {
+		t.Fatalf("no etcd endpoint in the server's log")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m[1]}, TLS: s.EtcdTLS(t), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
 // TestIntegrationAuthSecretsAtRest: kubebus server encrypts Secrets in
 // etcd by default (upstream's k8s:enc: envelope), the API returns the
 // plaintext, and the bus carries Secrets without their data.
@@ -316,15 +332,7 @@ func TestIntegrationAuthSecretsAtRest(t *testing.T) {
 	if out != "aHVudGVyMi1wbGFpbnRleHQ=" {
 		t.Errorf("kubectl get secret: %q, want the plaintext's base64", out)
 	}
-	m := etcdEndpointLine.FindStringSubmatch(s.Logs())
-	if m == nil {
-		t.Fatalf("no etcd endpoint in the server's log")
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m[1]}, TLS: s.EtcdTLS(t), DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := serverEtcd(t, s)
 	resp, err := cli.Get(context.Background(), "/registry/core/secrets/default/vault")
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("reading the Secret from etcd: %v %v", resp, err)
@@ -402,7 +410,7 @@ func TestIntegrationAuthSecretsAtRest(t *testing.T) {
 	for name, certs := range map[string][]tls.Certificate{"no certificate": nil, "the admin's certificate": {admin}} {
 		cfg := s.EtcdTLS(t)
 		cfg.Certificates = certs
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m[1]}, TLS: cfg, DialTimeout: 3 * time.Second})
+		cli, err := clientv3.New(clientv3.Config{Endpoints: cli.Endpoints(), TLS: cfg, DialTimeout: 3 * time.Second})
 		if err != nil {
 			continue // refused while dialling
 		}
