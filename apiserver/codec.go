@@ -37,7 +37,9 @@ const maxBodyBytes = 3 << 20
 // bus's streams and every informer pay per revision. Every other kind is
 // stored as JSON. The bus republishes the stored bytes as they are; a
 // reader decodes either (internal/storedobj), so values written before a
-// kind changed encoding still read.
+// kind changed encoding still read. Config.StorageMediaType (the
+// --storage-media-type flag) writes pods as JSON too, for a cluster whose
+// other members are older than this encoding.
 
 // keyFor returns the etcd key of one object.
 func keyFor(res *resource.Resource, ns, name string) string {
@@ -58,8 +60,15 @@ func prefixFor(res *resource.Resource, ns string) string {
 	return p
 }
 
+// Storage media types (Config.StorageMediaType), upstream's
+// --storage-media-type values.
+const (
+	StorageProtobuf = protobufMediaType
+	StorageJSON     = "application/json"
+)
+
 // encodeForStorage serialises obj for etcd.
-func encodeForStorage(res *resource.Resource, obj runtime.Object) ([]byte, error) {
+func (s *Server) encodeForStorage(res *resource.Resource, obj runtime.Object) ([]byte, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
@@ -69,7 +78,7 @@ func encodeForStorage(res *resource.Resource, obj runtime.Object) ([]byte, error
 	m.SetSelfLink("")
 	setTypeMeta(res, obj)
 	var data []byte
-	if storedAsProtobuf(res) {
+	if s.cfg.StorageMediaType == StorageProtobuf && storedAsProtobuf(res) {
 		data, err = storedobj.EncodeProtobuf(obj, res.GVK)
 	} else {
 		data, err = json.Marshal(obj)

@@ -199,7 +199,7 @@ func (s *Server) createObject(ctx context.Context, res *resource.Resource, obj r
 		if isDryRun {
 			return obj, nil
 		}
-		data, err := encodeForStorage(res, obj)
+		data, err := s.encodeForStorage(res, obj)
 		if err != nil {
 			return nil, err
 		}

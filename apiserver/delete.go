@@ -116,7 +116,7 @@ func (s *Server) deleteObject(ctx context.Context, res *resource.Resource, ns, n
 		if ns, ok := next.(*corev1.Namespace); ok {
 			ns.Status.Phase = corev1.NamespaceTerminating
 		}
-		data, err := encodeForStorage(res, next)
+		data, err := s.encodeForStorage(res, next)
 		if err != nil {
 			return deleteResult{}, err
 		}

@@ -28,7 +28,7 @@ import (
 // The ring holds encoded bytes, not decoded objects: the JSON of the object
 // at the event's revision, its labels and field-selector attributes (what a
 // watcher with a selection needs to decide what it sees), and the previous
-// state's stored JSON only when its attributes differ, so that a watcher
+// state's stored bytes only when its attributes differ, so that a watcher
 // whose selection the object leaves can be sent the last matching state.
 // Every hub's ring counts against one byte budget per server
 // (Config.WatchCacheBytes); over it, the hub holding the most bytes drops
@@ -54,7 +54,8 @@ type hubEvent struct {
 	cur      *attrs // what selections match against, of the state in curJSON
 	// prev describes the state before a modification (nil when created;
 	// the same pointer as cur when no selection can tell them apart).
-	// prevStored is that state's stored JSON, kept only when prev != cur.
+	// prevStored is that state's stored value (JSON or protobuf), kept
+	// only when prev != cur.
 	prev       *attrs
 	prevStored []byte
 

@@ -50,7 +50,8 @@ func pod(name string, lbls map[string]string, node string) *corev1.Pod {
 // storedKV is p as etcd holds it at revision rev.
 func storedKV(t *testing.T, res *resource.Resource, p *corev1.Pod, rev int64) storage.KV {
 	t.Helper()
-	data, err := encodeForStorage(res, p.DeepCopy())
+	s := &Server{cfg: Config{StorageMediaType: StorageProtobuf}}
+	data, err := s.encodeForStorage(res, p.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}

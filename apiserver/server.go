@@ -84,6 +84,12 @@ type Config struct {
 	// DefaultWatchCacheBytes). Watches that resume from before what is
 	// kept are served from etcd.
 	WatchCacheBytes int64
+	// StorageMediaType is how pods are written to etcd: StorageProtobuf
+	// (the default when empty) or StorageJSON. Every kind is read in
+	// either; other kinds are always written as JSON. JSON is for a
+	// cluster that still runs components older than the protobuf
+	// encoding, which cannot read it (see docs/architecture.md).
+	StorageMediaType string
 	// KubeletTLS is how pods/log dials kubelets: a client certificate they
 	// accept and the CA their serving certificates chain to (see
 	// KubeletClientTLS). Nil makes pods/log fail with an internal error.
@@ -106,6 +112,13 @@ func (c *Config) validate() error {
 	}
 	if c.Authorizer == nil {
 		c.Authorizer = auth.AlwaysAllow{}
+	}
+	switch c.StorageMediaType {
+	case "":
+		c.StorageMediaType = StorageProtobuf
+	case StorageProtobuf, StorageJSON:
+	default:
+		return fmt.Errorf("apiserver: storage media type %q: want %s or %s", c.StorageMediaType, StorageProtobuf, StorageJSON)
 	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics()

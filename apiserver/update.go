@@ -124,14 +124,14 @@ func (s *Server) tryUpdate(ctx context.Context, res *resource.Resource, key, nam
 			return updateResult{}, unsure(err)
 		}
 	}
-	data, err := encodeForStorage(res, desired)
+	data, err := s.encodeForStorage(res, desired)
 	if err != nil {
 		return updateResult{}, err
 	}
 	if !bytes.Equal(data, kv.Value) {
 		// A real change: record who made it and encode again.
 		if s.recordManager(ctx, res, desired, cur, sub) {
-			if data, err = encodeForStorage(res, desired); err != nil {
+			if data, err = s.encodeForStorage(res, desired); err != nil {
 				return updateResult{}, err
 			}
 		}

@@ -94,9 +94,10 @@ func (e *Event) Key() ObjectKey {
 }
 
 // Encode is the message body of ev. It fails when Object or Previous is
-// not JSON or ObjectProto is not in the protobuf envelope; the raw values are checked, then copied as they are (the API
-// server stores compact encoding/json output, which is what encoding/json
-// would make of it again).
+// not JSON, or ObjectProto lacks the protobuf envelope's prefix (the
+// envelope itself is not parsed); the raw values are checked, then copied
+// as they are (the API server stores compact encoding/json output, which
+// is what encoding/json would make of it again).
 //
 // Envelopes are encoded and decoded with segmentio's drop-in for
 // encoding/json: every consumer decodes every event it reads, and

@@ -79,6 +79,9 @@ type Options struct {
 	// WatchCacheBytes bounds the recent events the REST watch hubs keep,
 	// every resource together (0: apiserver.DefaultWatchCacheBytes).
 	WatchCacheBytes int64
+	// StorageMediaType is how pods are written to etcd (see
+	// apiserver.Config.StorageMediaType; empty: protobuf).
+	StorageMediaType string
 	// Listening, when set, receives the bound address once serving.
 	Listening chan<- string
 	// PodIndexers are indexes the API server's pods cache keeps besides
@@ -285,6 +288,7 @@ func Run(ctx context.Context, o Options) error {
 		OpenAPI:            docs,
 		KubeletTLS:         kubeletTLS,
 		WatchCacheBytes:    o.WatchCacheBytes,
+		StorageMediaType:   o.StorageMediaType,
 		SelfAuthorized:     selfAuthorized,
 	})
 	if err != nil {

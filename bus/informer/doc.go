@@ -34,5 +34,6 @@
 //     with the same selection need distinct Config.Instance values.
 //
 // Objects in the cache carry their event's revision as
-// metadata.resourceVersion (the stored JSON has none).
+// metadata.resourceVersion (the stored value has none). The object comes
+// as stored, JSON or protobuf (internal/storedobj decodes either).
 package informer

@@ -7,7 +7,8 @@ import (
 	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
-// podNode reads spec.nodeName from a stored pod. It walks the JSON text
+// podNode reads spec.nodeName from a stored pod: in protobuf by scanning
+// for the field (storedobj.PodNodeName); in JSON it walks the text
 // without decoding it (the publisher does this for every pod revision,
 // old and new state), and falls back to encoding/json for the rare text it
 // does not handle (escapes in the names it looks for, malformed input).

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -10,8 +11,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubebus/kubebus/bus"
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // flakyJS fails the asynchronous publish of chosen messages once each, as
@@ -148,5 +152,33 @@ func TestPublishSkipsValuesThatAreNotJSON(t *testing.T) {
 	}
 	if string(evs[1].Object) != `{"i":3}` || evs[1].PreviousRevision != 2 {
 		t.Fatalf("revision 3 published as %+v", evs[1])
+	}
+}
+
+// TestPublishSkipsProtobufValuesThatDoNotParse: a value with the protobuf
+// envelope's prefix whose envelope does not parse is not published, and
+// its deletion goes out with the bare key; a good protobuf pod goes out
+// as stored.
+func TestPublishSkipsProtobufValuesThatDoNotParse(t *testing.T) {
+	_, js := startNATS(t)
+	good, err := storedobj.EncodeProtobuf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "good", Namespace: "default"}}, corev1.SchemeGroupVersion.WithKind("Pod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newFakeSource()
+	src.put("/registry/core/pods/default/good", string(good))
+	src.put("/registry/core/pods/default/bad", "k8s\x00\x0a\xff\xff")
+	src.del("/registry/core/pods/default/bad")
+	stop := runPublisher(t, src, alwaysLeader{}, js)
+	revs, evs := historyRevisions(t, js, 2)
+	stop()
+	if fmt.Sprint(revs) != "[1 3]" {
+		t.Fatalf("published revisions %v, want [1 3]", revs)
+	}
+	if !bytes.Equal(evs[0].ObjectProto, good) || len(evs[0].Object) != 0 {
+		t.Errorf("revision 1 published as %+v", evs[0])
+	}
+	if evs[1].Type != bus.Deleted || len(evs[1].ObjectProto) != 0 || !bytes.Contains(evs[1].Object, []byte(`"name":"bad"`)) {
+		t.Errorf("revision 3 published as %s %q %q", evs[1].Type, evs[1].Object, evs[1].ObjectProto)
 	}
 }

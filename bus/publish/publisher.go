@@ -349,8 +349,17 @@ func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 		ev.Type, ev.PreviousRevision = bus.Modified, ch.PrevRevision
 		ev.SetStored(ch.Value)
 	}
-	// Encode checks that the raw value is JSON (or in the protobuf
-	// envelope), so it is not scanned once more beforehand.
+	if len(ev.ObjectProto) > 0 && !storedobj.Valid(ev.ObjectProto) {
+		// Encode checks only the envelope's prefix.
+		if ev.Type != bus.Deleted {
+			p.m.skipped.Inc()
+			p.log.Warn("not publishing a protobuf value that does not parse", "key", ch.Key, "revision", ch.Revision)
+			return nil, nil
+		}
+		ev.Object, ev.ObjectProto = skeleton(k), nil
+	}
+	// Encode checks that a JSON value is JSON, so it is not scanned once
+	// more beforehand.
 	data, err := bus.Encode(&ev)
 	if len(ev.Stored()) == 0 || err != nil && !storedobj.Valid(ev.Stored()) {
 		p.m.skipped.Inc()

@@ -1,5 +1,6 @@
 // Package objjson decodes the JSON of API objects that kubebus itself
-// wrote (values stored in etcd, objects in bus events) with
+// wrote (values stored in etcd as JSON, objects in bus events; see
+// internal/storedobj, which reads those in protobuf too) with
 // github.com/goccy/go-json, which decodes into the same Go values as
 // encoding/json, calling the same UnmarshalJSON methods, about three times
 // as fast. Request bodies are not its business: they are decoded strictly

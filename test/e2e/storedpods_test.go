@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +130,38 @@ func TestIntegrationPodsStoredInProtobuf(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(change), []byte(`"metadata.labels.enc"`)) || !bytes.Contains([]byte(change), []byte(`was-json`)) {
 		t.Errorf("tap's changes of the update: %s", change)
+	}
+}
+
+// TestIntegrationPodsStoredAsJSONOnRequest: --storage-media-type=application/json
+// (for a cluster still running components older than the protobuf
+// encoding) writes pods as JSON, and a value it cannot take is refused.
+func TestIntegrationPodsStoredAsJSONOnRequest(t *testing.T) {
+	harness.SkipShort(t)
+	s := harness.StartServer(t, "", append([]string{"--storage-media-type=application/json"}, apiOnly...)...)
+	cs := s.Clientset(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	harness.Eventually(t, 30*time.Second, func() error {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "js"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := serverEtcd(t, s).Get(ctx, "/registry/core/pods/default/js")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("reading the pod from etcd: %v %v", resp, err)
+	}
+	var p corev1.Pod
+	if err := json.Unmarshal(resp.Kvs[0].Value, &p); err != nil || p.Name != "js" || p.Kind != "Pod" {
+		t.Errorf("the pod is not stored as JSON: %q (%v)", resp.Kvs[0].Value[:min(len(resp.Kvs[0].Value), 40)], err)
+	}
+
+	out, err := exec.CommandContext(ctx, harness.Binary(t), "apiserver", "--storage-media-type=application/yaml",
+		"--etcd-servers=https://127.0.0.1:1", "--pki-dir="+t.TempDir()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `storage media type "application/yaml"`) {
+		t.Errorf("kubebus apiserver --storage-media-type=application/yaml: %v\n%s", err, out)
 	}
 }

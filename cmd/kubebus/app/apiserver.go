@@ -61,6 +61,7 @@ makes it otherwise) and the CA there; --nats-* flags override them.`,
 	f.StringVar(&o.ServiceNodePortRange, "service-node-port-range", servicealloc.DefaultNodePortRange, "ports Services of type NodePort and LoadBalancer get their node ports from")
 	addBusFlags(f, &o.BusLimits)
 	addWatchCacheFlag(f, &o.WatchCacheBytes)
+	addStorageMediaTypeFlag(f, &o.StorageMediaType)
 	addLimitFlags(f, &o.Limits)
 	addAuthFlags(f, &o.Auth)
 	f.StringVar(&o.Auth.Instance, "instance", "", "name of this API server among others, for its bus consumers (default host and process id)")
@@ -89,6 +90,14 @@ func addLimitFlags(f *pflag.FlagSet, l *serve.Limits) {
 	f.DurationVar(&l.RequestBodyTimeout, "request-body-timeout", apiserver.DefaultRequestBodyTimeout, "how long a client may take to send a request body (negative: no limit)")
 	f.IntVar(&l.MaxWatchesPerUser, "max-watches-per-user", apiserver.DefaultMaxWatchesPerUser, "most concurrent watches one user may hold; system:masters is exempt (negative: no limit)")
 	f.DurationVar(&l.BusStallWindow, "bus-publisher-stall-window", publish.DefaultStallWindow, "how long an etcd revision may stay unpublished on the bus before /readyz fails")
+}
+
+// addStorageMediaTypeFlag registers how pods are written to etcd, with
+// upstream's flag name.
+func addStorageMediaTypeFlag(f *pflag.FlagSet, s *string) {
+	f.StringVar(s, "storage-media-type", apiserver.StorageProtobuf,
+		"how pods are written to etcd: "+apiserver.StorageProtobuf+" (upstream's encoding) or "+apiserver.StorageJSON+
+			" (while kubebus components older than the protobuf encoding still run; every kind is read in either)")
 }
 
 // addWatchCacheFlag registers the bound of the REST watch hubs' history.

@@ -51,16 +51,18 @@ type serverOptions struct {
 	schedCfg   string
 	bus        bus.StreamLimits
 	watchCache int64
-	limits     serve.Limits
-	natsMemory int64
-	natsStore  int64
-	dataDir    string
-	port       int
-	etcdPort   int
-	etcdPeer   int
-	natsPort   int
-	bind       string
-	auth       serve.AuthOptions
+	// storageMedia is how pods are written to etcd.
+	storageMedia string
+	limits       serve.Limits
+	natsMemory   int64
+	natsStore    int64
+	dataDir      string
+	port         int
+	etcdPort     int
+	etcdPeer     int
+	natsPort     int
+	bind         string
+	auth         serve.AuthOptions
 }
 
 func newServerCmd(g *globals) *cobra.Command {
@@ -91,6 +93,7 @@ Restarting with the same --data-dir keeps every object.`,
 	f.StringVar(&o.tokenFile, "token-auth-file", "", "static bearer tokens: token,user,uid[,\"groups\"] per line")
 	addBusFlags(f, &o.bus)
 	addWatchCacheFlag(f, &o.watchCache)
+	addStorageMediaTypeFlag(f, &o.storageMedia)
 	addLimitFlags(f, &o.limits)
 	f.Int64Var(&o.natsMemory, "nats-max-memory", natsserver.DefaultMaxMemory, "bytes the embedded NATS may keep in memory-backed JetStream streams")
 	addControllerManagerFlags(f, &o.kcm)
@@ -229,7 +232,7 @@ func runServer(ctx context.Context, log *slog.Logger, stdout io.Writer, o server
 			BindAddress: o.bind, Port: o.port, PKIDir: pkiDir,
 			Kubeconfig: kubeconfig, Logger: log, Listening: listening, BusLimits: o.bus, TokenFile: o.tokenFile,
 			ServiceClusterIPRange: o.svcIPRange, ServiceNodePortRange: o.nodePorts,
-			WatchCacheBytes: o.watchCache, Limits: o.limits, Auth: o.auth, Hosts: hosts,
+			WatchCacheBytes: o.watchCache, StorageMediaType: o.storageMedia, Limits: o.limits, Auth: o.auth, Hosts: hosts,
 			ReadyChecks: map[string]func(context.Context) error{"nats-store": ns.StoreReady},
 			PodIndexers: cache.PodIndexers(),
 			SharePods: func(p *informer.Informer[*corev1.Pod]) {
