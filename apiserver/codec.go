@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,9 +131,6 @@ func readBody(r *http.Request) ([]byte, error) {
 	return data, nil
 }
 
-// protobufMagic starts every Kubernetes protobuf envelope.
-var protobufMagic = []byte("k8s\x00")
-
 const protobufMediaType = "application/vnd.kubernetes.protobuf"
 
 // isProtobuf reports whether the request body is a Kubernetes protobuf envelope.
@@ -147,11 +143,11 @@ type protoUnmarshaler interface{ Unmarshal([]byte) error }
 
 // decodeProtobuf decodes a protobuf envelope (magic, runtime.Unknown) into obj.
 func decodeProtobuf(body []byte, obj runtime.Object) error {
-	if !bytes.HasPrefix(body, protobufMagic) {
+	if !storedobj.IsProtobuf(body) {
 		return apierrors.NewBadRequest("the protobuf body does not start with the Kubernetes envelope prefix")
 	}
 	var unk runtime.Unknown
-	if err := unk.Unmarshal(body[len(protobufMagic):]); err != nil {
+	if err := unk.Unmarshal(body[len(storedobj.Magic):]); err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("the protobuf envelope could not be decoded: %v", err))
 	}
 	u, ok := obj.(protoUnmarshaler)

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // Kubernetes' protobuf encoding: the magic prefix, then a runtime.Unknown
@@ -15,33 +17,16 @@ import (
 // an envelope. Built-in types marshal themselves (generated code in
 // k8s.io/api); only responses are encoded here, requests in codec.go.
 
-type protoMarshaler interface {
-	Marshal() ([]byte, error)
-}
-
 // encodeProtobuf returns obj in the protobuf envelope, or an error when the
 // type has no protobuf form (the caller then answers in JSON).
 func encodeProtobuf(obj runtime.Object) ([]byte, error) {
-	pm, ok := obj.(protoMarshaler)
-	if !ok {
-		return nil, fmt.Errorf("%T has no protobuf encoding", obj)
-	}
-	raw, err := pm.Marshal()
-	if err != nil {
-		return nil, fmt.Errorf("encoding %T as protobuf: %w", obj, err)
-	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Version == "" || gvk.Kind == "" {
 		// Without apiVersion and kind the envelope cannot be decoded (/api's
 		// APIVersions has no apiVersion); the caller answers in JSON.
 		return nil, fmt.Errorf("%T has no apiVersion and kind for a protobuf envelope", obj)
 	}
-	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, Raw: raw}
-	body, err := unk.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	return append(append(make([]byte, 0, len(protobufMagic)+len(body)), protobufMagic...), body...), nil
+	return storedobj.EncodeProtobuf(obj, gvk)
 }
 
 // protobufWatchFrame frames one watch event for a protobuf watch stream.

@@ -1,13 +1,14 @@
 package bus
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // EventType says what happened to an object.
@@ -78,15 +79,12 @@ func (e *Event) Stored() []byte {
 // SetStored sets the object from its stored bytes, into ObjectProto when
 // they are in the protobuf envelope and into Object otherwise.
 func (e *Event) SetStored(data []byte) {
-	if bytes.HasPrefix(data, protobufMagic) {
+	if storedobj.IsProtobuf(data) {
 		e.Object, e.ObjectProto = nil, data
 		return
 	}
 	e.Object, e.ObjectProto = data, nil
 }
-
-// protobufMagic starts a value in Kubernetes' protobuf envelope.
-var protobufMagic = []byte("k8s\x00")
 
 // Key returns the event's object key.
 func (e *Event) Key() ObjectKey {
@@ -94,8 +92,8 @@ func (e *Event) Key() ObjectKey {
 }
 
 // Encode is the message body of ev. It fails when Object or Previous is
-// not JSON, or ObjectProto lacks the protobuf envelope's prefix (the
-// envelope itself is not parsed); the raw values are checked, then copied
+// not JSON, or ObjectProto is not a protobuf envelope that parses (the
+// object inside is not decoded); the raw values are checked, then copied
 // as they are (the API server stores compact encoding/json output, which
 // is what encoding/json would make of it again).
 //
@@ -108,8 +106,8 @@ func Encode(ev *Event) ([]byte, error) {
 	if len(ev.Object) > 0 && !segjson.Valid(ev.Object) {
 		return nil, fmt.Errorf("bus: encoding event: the object of %s at revision %d is not JSON", ev.Name, ev.Revision)
 	}
-	if len(ev.ObjectProto) > 0 && (len(ev.Object) > 0 || !bytes.HasPrefix(ev.ObjectProto, protobufMagic)) {
-		return nil, fmt.Errorf("bus: encoding event: the protobuf object of %s at revision %d is not in the envelope, or comes with a JSON one", ev.Name, ev.Revision)
+	if len(ev.ObjectProto) > 0 && (len(ev.Object) > 0 || !storedobj.Valid(ev.ObjectProto)) {
+		return nil, fmt.Errorf("bus: encoding event: the protobuf object of %s at revision %d is not an envelope that parses, or comes with a JSON one", ev.Name, ev.Revision)
 	}
 	if len(ev.Previous) > 0 && !segjson.Valid(ev.Previous) {
 		return nil, fmt.Errorf("bus: encoding event: the previous state of %s at revision %d is not JSON", ev.Name, ev.Revision)

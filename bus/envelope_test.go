@@ -7,6 +7,10 @@ import (
 	"testing"
 
 	segjson "github.com/segmentio/encoding/json"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // A stored value (compact encoding/json output) is carried byte for
@@ -96,7 +100,10 @@ func benchEvent() *Event {
 // by the bytes, and an event may not carry a protobuf object that lacks
 // the envelope's prefix, or both forms at once.
 func TestProtobufObject(t *testing.T) {
-	pb := append([]byte("k8s\x00"), 0x0a, 0x02, 0x0a, 0x00, 0x12, 0x03, 1, 2, 3)
+	pb, err := storedobj.EncodeProtobuf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}, corev1.SchemeGroupVersion.WithKind("Pod"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ev := &Event{Type: Added, Revision: 5, Resource: "pods", Namespace: "ns", Name: "p"}
 	ev.SetStored(pb)
 	if len(ev.Object) != 0 || !bytes.Equal(ev.Stored(), pb) {

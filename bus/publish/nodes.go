@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kubebus/kubebus/bus"
-	"github.com/kubebus/kubebus/internal/storedobj"
 )
 
 // nodeSend is a pod event's messages to the nodes it concerns, sent
@@ -64,7 +63,7 @@ func (p *Publisher) sendNode(ctx context.Context, k bus.ObjectKey, ch Change, ev
 			c.Type = bus.Deleted
 			c.SetStored(ch.Prev)
 			d, err := bus.Encode(&c)
-			if err != nil || len(c.ObjectProto) > 0 && !storedobj.Valid(c.ObjectProto) {
+			if err != nil {
 				c.Object, c.ObjectProto = skeleton(k), nil
 				d, _ = bus.EncodeLean(&c)
 			}

@@ -349,18 +349,15 @@ func (p *Publisher) send(ctx context.Context, ch Change) (*pending, error) {
 		ev.Type, ev.PreviousRevision = bus.Modified, ch.PrevRevision
 		ev.SetStored(ch.Value)
 	}
-	if len(ev.ObjectProto) > 0 && !storedobj.Valid(ev.ObjectProto) {
-		// Encode checks only the envelope's prefix.
-		if ev.Type != bus.Deleted {
-			p.m.skipped.Inc()
-			p.log.Warn("not publishing a protobuf value that does not parse", "key", ch.Key, "revision", ch.Revision)
-			return nil, nil
-		}
-		ev.Object, ev.ObjectProto = skeleton(k), nil
-	}
-	// Encode checks that a JSON value is JSON, so it is not scanned once
-	// more beforehand.
+	// Encode checks the stored value (JSON, or a protobuf envelope), so it
+	// is not scanned once more beforehand.
 	data, err := bus.Encode(&ev)
+	if err != nil && ev.Type == bus.Deleted && len(ev.ObjectProto) > 0 {
+		// A deleted pod whose last state does not parse: the key is
+		// enough for consumers to drop it.
+		ev.Object, ev.ObjectProto = skeleton(k), nil
+		data, err = bus.EncodeLean(&ev)
+	}
 	if len(ev.Stored()) == 0 || err != nil && !storedobj.Valid(ev.Stored()) {
 		p.m.skipped.Inc()
 		p.log.Warn("not publishing a value that is neither JSON nor protobuf", "key", ch.Key, "revision", ch.Revision)
